@@ -1,0 +1,50 @@
+# rlaudit — the two set-up commands: `make run` (main job) and `make test` (test suite).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# torch 2.13.0 is a CPU wheel on this project's machines; elsewhere `make TORCH=torch` takes PyPI's default.
+TORCH  ?= torch==2.13.0
+# Tests run on 2 cores by default; raise for bigger machines.
+PYTEST_ARGS ?=
+
+.PHONY: run test install install-test browser reports bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# Headless Chromium for the HTML report's browser test (Debian package; needs root and apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; the browser test will be skipped"; \
+	  else echo "note: chromium not installed and cannot install it here; the browser test will be skipped"; fi; }
+
+run: install
+	$(BIN)/rlaudit run protocols/quickstart.toml --store sweeps/quickstart/store.sqlite
+	$(BIN)/rlaudit export sweeps/quickstart/store.sqlite -o sweeps/quickstart/scores.csv
+	$(BIN)/rlaudit audit sweeps/quickstart/store.sqlite --out sweeps/quickstart/audit
+	$(BIN)/rlaudit report sweeps/quickstart/audit/audit.json -o reports/quickstart
+
+test: install-test browser
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install-test
+	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+from rlaudit.cli import main
+
+main()

@@ -1,0 +1,67 @@
+"""File helpers shared by every stage: atomic writes so that a failure never leaves a partial file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from rlaudit.errors import InputError
+
+
+def ensure_writable_dir(path: Path) -> None:
+    """Create ``path`` (and parents) or raise :class:`InputError` naming it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot create output directory ({exc.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise InputError(f"{path}: output directory is not writable")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    path = Path(path)
+    ensure_writable_dir(path.parent if str(path.parent) else Path("."))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (UTF-8)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Build a directory's *contents* in a staging folder, then move them into ``path``.
+
+    On failure nothing new is left in ``path``. Files already in ``path`` that the block writes again are
+    replaced; other existing files are kept.
+    """
+    path = Path(path)
+    ensure_writable_dir(path)
+    stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".staging", dir=path))
+    try:
+        yield stage
+        for item in sorted(stage.rglob("*")):
+            rel = item.relative_to(stage)
+            dest = path / rel
+            if item.is_dir():
+                dest.mkdir(parents=True, exist_ok=True)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(item, dest)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -1,0 +1,328 @@
+"""The one data contract: the tidy score table.
+
+Everything that leaves the run stage or an importer is a :class:`ScoreTable`: a pandas frame with one row
+per (algorithm, task, run, budget) and a raw ``score``, plus :class:`ScoreMeta` (budget unit, score kind,
+source, normalisation already applied).
+
+Required columns (in this order):
+
+=============  =========  ===========================================================================
+column         dtype      meaning
+=============  =========  ===========================================================================
+``algorithm``  str        algorithm name as the user writes it (``"DQN"``, ``"Rainbow"``)
+``task``       str        task / environment / game (``"Pong"``, ``"CartPole-v1"``)
+``run``        str        run or seed id, unique within (algorithm, task)
+``budget``     int64      the ordered scale at which the comparison is made, in ``meta.budget_unit``
+``score``      float64    raw (unnormalised unless ``meta.normalized``) score of that run at that budget
+=============  =========  ===========================================================================
+
+Optional columns, carried through when present: ``score_kind`` (per-row ``eval``/``train``, overrides
+``meta.score_kind``), ``regime`` (regime name of a rerun), ``regime_kind`` (``nested`` = an anytime
+reading of a run tuned for the largest budget; ``separate`` = a run trained *for* that budget),
+``eval_protocol`` (``final`` or ``max``).
+
+``budget`` is any ordered scale: environment steps or frames most often, but also offline dataset size,
+network size, number of training tasks or inference samples. The unit names it and every output labels it.
+
+On disk: Parquet keeps ``meta`` in the schema's key-value metadata (key ``rlaudit``); CSV keeps it in
+leading comment lines ``# rlaudit.<field>: <value>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rlaudit.errors import InputError, did_you_mean, format_rows
+from rlaudit.io import atomic_path
+
+COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
+"""Required columns, in canonical order."""
+
+OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eval_protocol")
+"""Optional columns carried through when present."""
+
+SCORE_KINDS: tuple[str, ...] = ("eval", "train")
+KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
+"""Columns that identify a row; duplicates are an error."""
+
+_META_KEY = b"rlaudit"
+
+
+@dataclass(frozen=True)
+class ScoreMeta:
+    """Metadata that travels with a score table."""
+
+    budget_unit: str = "env_steps"
+    """Unit of ``budget``: ``env_steps``, ``frames``, ``agent_steps``, ``iterations``, ``samples``, …"""
+    score_kind: str = "eval"
+    """``eval`` (separate evaluation episodes) or ``train`` (returns logged during training)."""
+    source: str = ""
+    """Where the scores come from: a file, a protocol, a paper."""
+    normalized: str = ""
+    """Normalisation already applied to ``score`` (``""`` = raw scores, else e.g. ``"atari"``)."""
+    notes: tuple[str, ...] = ()
+    """Free-text provenance notes added by importers (missing records, resampling rule, …)."""
+
+    def to_dict(self) -> dict:
+        """Plain-dict form (JSON-serialisable)."""
+        d = dataclasses.asdict(self)
+        d["notes"] = list(self.notes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "metadata") -> ScoreMeta:
+        """Build from a plain dict, rejecting unknown keys with a clear message."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            k = sorted(unknown)[0]
+            raise InputError(f"{where}: unknown score metadata field {k!r}{did_you_mean(k, names)}")
+        d = dict(d)
+        if "notes" in d:
+            d["notes"] = tuple(d["notes"])
+        meta = cls(**d)
+        meta.check(where)
+        return meta
+
+    def check(self, where: str = "metadata") -> None:
+        """Raise :class:`InputError` if a field holds an impossible value."""
+        if self.score_kind not in SCORE_KINDS:
+            raise InputError(f"{where}: score kind {self.score_kind!r} is not one of {', '.join(SCORE_KINDS)}")
+        if not self.budget_unit:
+            raise InputError(f"{where}: budget unit is empty")
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """A validated tidy score table: ``frame`` (see module docstring) plus ``meta``.
+
+    Construct through :meth:`from_frame` (validates) rather than directly.
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    """Validated frame with the required columns first, sorted by (algorithm, task, budget, run)."""
+    meta: ScoreMeta = ScoreMeta()
+    """Metadata: budget unit, score kind, source, normalisation."""
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, meta: ScoreMeta | None = None, where: str = "scores",
+                   line_offset: int = 2) -> ScoreTable:
+        """Validate ``frame`` and return a :class:`ScoreTable`.
+
+        Args:
+            frame: one row per (algorithm, task, run, budget), columns as in the module docstring.
+            meta: metadata; defaults to :class:`ScoreMeta` ().
+            where: file name or description used in error messages.
+            line_offset: number added to a 0-based row index to give the line a user sees in ``where``
+                (2 for a CSV with one header line; 1 for "row N" of a non-text source).
+        """
+        meta = meta or ScoreMeta()
+        meta.check(where)
+        return cls(validate_frame(frame, where, line_offset), meta)
+
+    @property
+    def algorithms(self) -> list[str]:
+        """Algorithm names, in order of first appearance."""
+        return list(dict.fromkeys(self.frame["algorithm"]))
+
+    @property
+    def tasks(self) -> list[str]:
+        """Task names, sorted."""
+        return sorted(self.frame["task"].unique())
+
+    @property
+    def budgets(self) -> list[int]:
+        """Budgets present in the table, ascending."""
+        return sorted(int(b) for b in self.frame["budget"].unique())
+
+    def at_budget(self, budget: int) -> pd.DataFrame:
+        """Rows at ``budget`` only."""
+        return self.frame[self.frame["budget"] == budget]
+
+    def score_matrix(self, algorithm: str, budget: int, tasks: list[str] | None = None) -> list[np.ndarray]:
+        """Scores of ``algorithm`` at ``budget`` as one 1-D array per task (runs may differ per task).
+
+        Returns:
+            A list, aligned with ``tasks`` (default :attr:`tasks`), of arrays of shape ``(n_runs_task,)``.
+        """
+        tasks = self.tasks if tasks is None else tasks
+        sub = self.frame[(self.frame["algorithm"] == algorithm) & (self.frame["budget"] == budget)]
+        by_task = {t: g["score"].to_numpy(dtype=np.float64) for t, g in sub.groupby("task", sort=False)}
+        return [by_task.get(t, np.empty(0)) for t in tasks]
+
+    def with_frame(self, frame: pd.DataFrame, **meta_changes) -> ScoreTable:
+        """A new table with ``frame`` (validated) and ``meta`` fields replaced by ``meta_changes``."""
+        return ScoreTable.from_frame(frame, dataclasses.replace(self.meta, **meta_changes), where=self.meta.source
+                                     or "scores")
+
+
+def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int = 2) -> pd.DataFrame:
+    """Check and coerce a frame to the contract; raise :class:`InputError` naming file, rows and columns.
+
+    Returns a new frame: required columns first (``algorithm``, ``task``, ``run`` as str; ``budget`` int64;
+    ``score`` float64), then known optional columns, sorted by (algorithm, task, budget, run).
+    """
+    if frame is None or len(frame.columns) == 0 or len(frame) == 0:
+        raise InputError(f"{where}: no score rows (the file is empty)")
+    cols = [str(c) for c in frame.columns]
+    missing = [c for c in COLUMNS if c not in cols]
+    if missing:
+        extra = [c for c in cols if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
+        hints = "".join(did_you_mean(m, extra) for m in missing[:1])
+        raise InputError(f"{where}: missing column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(repr(m) for m in missing)}{hints}; expected columns "
+                         f"{', '.join(COLUMNS)}")
+    df = frame.copy()
+    df.columns = cols
+    df = df.reset_index(drop=True)
+    lines = lambda mask: format_rows((np.flatnonzero(np.asarray(mask)) + line_offset).tolist())  # noqa: E731
+
+    for c in ("algorithm", "task", "run"):
+        nulls = df[c].isna()
+        if nulls.any():
+            raise InputError(f"{where}: empty {c!r} at line {lines(nulls)}")
+        df[c] = df[c].map(_id_str)
+        blank = df[c].str.strip() == ""
+        if blank.any():
+            raise InputError(f"{where}: empty {c!r} at line {lines(blank)}")
+
+    budget = pd.to_numeric(df["budget"], errors="coerce")
+    bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
+    if bad.any():
+        raise InputError(f"{where}: column 'budget' must hold integers; bad value at line {lines(bad)}")
+    df["budget"] = budget.astype(np.int64)
+
+    score = pd.to_numeric(df["score"], errors="coerce")
+    nonnum = score.isna() & df["score"].notna() & ~df["score"].astype(str).str.strip().str.lower().isin(["nan"])
+    if nonnum.any():
+        raise InputError(f"{where}: column 'score' is not numeric at line {lines(nonnum)}")
+    nan = score.isna()
+    if nan.any():
+        raise InputError(f"{where}: column 'score' is NaN or empty at line {lines(nan)}")
+    inf = ~np.isfinite(score.to_numpy(dtype=float))
+    if inf.any():
+        raise InputError(f"{where}: column 'score' is infinite at line {lines(inf)}")
+    df["score"] = score.astype(np.float64)
+
+    if "score_kind" in df.columns:
+        kinds = df["score_kind"].astype(str)
+        bad = ~kinds.isin(SCORE_KINDS)
+        if bad.any():
+            raise InputError(f"{where}: column 'score_kind' must be eval or train; bad value at line {lines(bad)}")
+        df["score_kind"] = kinds
+
+    dup = df.duplicated(list(KEY), keep=False)
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise InputError(f"{where}: duplicate (algorithm, task, run, budget) rows at line {lines(dup)} "
+                         f"(e.g. {first['algorithm']}, {first['task']}, run {first['run']}, budget {first['budget']})")
+
+    keep = list(COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in df.columns]
+    df = df[keep].sort_values(["algorithm", "task", "budget", "run"], kind="stable").reset_index(drop=True)
+    return df
+
+
+def _id_str(v) -> str:
+    """Identifier cell -> str; integral floats (``3.0`` from CSV) become ``"3"``."""
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        return str(int(v))
+    return str(v)
+
+
+# ----------------------------------------------------------------------------------------------- I/O
+
+def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> ScoreTable:
+    """Read a tidy table from ``.csv`` / ``.csv.gz`` / ``.parquet``.
+
+    Metadata stored in the file is used unless ``meta`` is given, which overrides it.
+    """
+    path = Path(path)
+    where = str(path)
+    if not path.exists():
+        raise InputError(f"{where}: no such file")
+    if path.is_dir():
+        raise InputError(f"{where}: is a directory, expected a score file (.csv or .parquet)")
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise InputError(f"{where}: not a readable Parquet file ({_first_line(exc)})") from None
+        stored = (table.schema.metadata or {}).get(_META_KEY)
+        file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
+        frame = table.to_pandas()
+        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=1)
+    if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
+        header, n_comment = _read_csv_meta(path)
+        file_meta = ScoreMeta.from_dict(header, where) if header else ScoreMeta(source=where)
+        try:
+            frame = pd.read_csv(path, comment=None, skiprows=n_comment, sep="\t" if path.suffix == ".tsv" else ",",
+                                dtype={"algorithm": str, "task": str, "run": str}, keep_default_na=True)
+        except pd.errors.EmptyDataError:
+            raise InputError(f"{where}: no score rows (the file is empty)") from None
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
+        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=2 + n_comment)
+    raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
+
+
+def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
+    """Write ``table`` atomically to ``.csv`` or ``.parquet`` (chosen by suffix), metadata included."""
+    path = Path(path)
+    meta_json = json.dumps(table.meta.to_dict(), sort_keys=True)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(table.frame, preserve_index=False)
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _META_KEY: meta_json.encode()})
+        with atomic_path(path) as tmp:
+            pq.write_table(arrow, tmp)
+        return path
+    if path.suffix.lower() == ".csv":
+        with atomic_path(path) as tmp:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                for k, v in table.meta.to_dict().items():
+                    fh.write(f"# rlaudit.{k}: {json.dumps(v)}\n")
+                table.frame.to_csv(fh, index=False, float_format="%.17g")
+        return path
+    raise InputError(f"{path}: unknown output type {path.suffix!r}; expected .csv or .parquet")
+
+
+def _read_csv_meta(path: Path) -> tuple[dict, int]:
+    """Parse leading ``# rlaudit.<field>: <json>`` lines; return (meta dict, number of comment lines)."""
+    import gzip
+
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    meta: dict = {}
+    n = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith("#"):
+                    break
+                n += 1
+                body = line[1:].strip()
+                if body.startswith("rlaudit.") and ":" in body:
+                    k, v = body[len("rlaudit."):].split(":", 1)
+                    try:
+                        meta[k.strip()] = json.loads(v.strip())
+                    except json.JSONDecodeError:
+                        meta[k.strip()] = v.strip()
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InputError(f"{path}: not a readable CSV file ({_first_line(exc)})") from None
+    return meta, n
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
