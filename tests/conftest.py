@@ -1,0 +1,26 @@
+"""Shared fixtures. Published data lives in ``../shared/data`` beside the repository (not copied here)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("RLAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path to ``../shared/data``; skips the test with a clear reason when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"published score data not found at {SHARED_DATA} (set RLAUDIT_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _single_torch_thread(monkeypatch):
+    """Tests share 2 cores; keep BLAS/torch from oversubscribing them."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("MKL_NUM_THREADS", "1")
