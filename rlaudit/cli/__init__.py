@@ -15,17 +15,18 @@ import click
 from rlaudit import __version__
 from rlaudit.errors import RlauditError
 
-# command name -> "module:attr"; each module is owned by one pipeline stage.
-COMMANDS: dict[str, str] = {
-    "audit": "rlaudit.cli.audit_cmd:audit",
-    "import": "rlaudit.cli.import_cmd:import_scores",
-    "fetch": "rlaudit.cli.import_cmd:fetch",
-    "validate": "rlaudit.cli.run_cmd:validate",
-    "run": "rlaudit.cli.run_cmd:run",
-    "status": "rlaudit.cli.run_cmd:status",
-    "export": "rlaudit.cli.run_cmd:export",
-    "algorithms": "rlaudit.cli.algorithms_cmd:algorithms",
-    "report": "rlaudit.cli.report_cmd:report",
+# command name -> ("module:attr", one-line help). Each module is owned by one pipeline stage; the help
+# text lives here so that `rlaudit --help` imports none of them (torch, Ray and scipy load on use only).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("rlaudit.cli.run_cmd:validate", "Check a protocol without training and print its plan."),
+    "run": ("rlaudit.cli.run_cmd:run", "Train and evaluate a protocol's runs into a resumable store."),
+    "status": ("rlaudit.cli.run_cmd:status", "Show done / running / failed / pending runs of a store."),
+    "export": ("rlaudit.cli.run_cmd:export", "Export a store as a tidy score table (CSV or Parquet)."),
+    "import": ("rlaudit.cli.import_cmd:import_scores", "Convert published results into a tidy score table."),
+    "fetch": ("rlaudit.cli.import_cmd:fetch", "Download and verify a published protocol's data files."),
+    "audit": ("rlaudit.cli.audit_cmd:audit", "Audit scores: aggregates, orderings, inversions, claims."),
+    "report": ("rlaudit.cli.report_cmd:report", "Write an audit report (HTML, Markdown, LaTeX, JSON)."),
+    "algorithms": ("rlaudit.cli.algorithms_cmd:algorithms", "List registered algorithms or show one."),
 }
 
 
@@ -39,14 +40,17 @@ class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use and whose errors are one line."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
+        if name not in COMMANDS:
             return None
-        module, attr = target.split(":")
+        module, attr = COMMANDS[name][0].split(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_) for name, (_, help_) in COMMANDS.items()])
 
     def invoke(self, ctx: click.Context):
         try:
