@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # Tests run on 2 cores by default; raise for bigger machines.
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test browser reports bench clean
+.PHONY: run test install install-test browser latex reports bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,13 +34,26 @@ browser:
 	      || echo "warning: could not install chromium; the browser test will be skipped"; \
 	  else echo "note: chromium not installed and cannot install it here; the browser test will be skipped"; fi; }
 
+# pdfLaTeX + booktabs for the report's LaTeX compile test (Debian packages, ~25 s; needs root and apt).
+latex:
+	@command -v pdflatex >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      texlive-latex-base texlive-latex-recommended >/dev/null) \
+	      || echo "warning: could not install pdflatex; the LaTeX compile test will be skipped"; \
+	  else echo "note: pdflatex not installed and cannot install it here; the LaTeX compile test will be skipped"; fi; }
+
+# Recorded reports: every bundled published protocol and the quickstart sweep -> reports/<name>/.
+reports: install
+	$(BIN)/python scripts/make_reports.py --data ../shared/data
+
 run: install
 	$(BIN)/rlaudit run protocols/quickstart.toml --store sweeps/quickstart/store.sqlite
 	$(BIN)/rlaudit export sweeps/quickstart/store.sqlite -o sweeps/quickstart/scores.csv
 	$(BIN)/rlaudit audit sweeps/quickstart/store.sqlite --out sweeps/quickstart/audit
 	$(BIN)/rlaudit report sweeps/quickstart/audit/audit.json -o reports/quickstart
 
-test: install-test browser
+test: install-test browser latex
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install-test

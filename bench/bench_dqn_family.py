@@ -1,0 +1,110 @@
+"""Wall time of each DQN-family built-in against stable-baselines3's plain DQN, same env and budget.
+
+MinAtar (float32 observations, MLP policy, one CPU thread), the hyperparameters of
+``protocols/dqn-family-minatar.toml`` except the budget. Each variant is timed ``--repeats`` times,
+interleaved with the others so that machine load hits all alike; the median is reported with its ratio to
+SB3's DQN. Targets (issue 6): PrioritizedDQN <= 1.5x, DoubleDQN and DuelingDQN <= 1.1x.
+
+    python bench/bench_dqn_family.py            # 20k steps, 3 repeats, Breakout
+    python bench/bench_dqn_family.py --quick    # 3k steps, 1 repeat (smoke)
+
+Run it on a quiet machine: the ratios are what matters, and other processes distort them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+PROTOCOL = REPO / "protocols" / "dqn-family-minatar.toml"
+
+VARIANTS: list[tuple[str, str, dict]] = [
+    ("DQN (SB3)", "DQN", {}),
+    ("DQNFamily, all off", "DQNFamily", {}),
+    ("DoubleDQN", "DoubleDQN", {}),
+    ("DuelingDQN", "DuelingDQN", {}),
+    ("PrioritizedDQN", "PrioritizedDQN", {}),
+    ("Double+Dueling+PER", "DQNFamily", {"double": True, "dueling": True, "prioritized": True}),
+    ("QRDQN 50 quantiles", "QRDQN", {"n_quantiles": 50}),
+    ("QRDQN 200 quantiles", "QRDQN", {"n_quantiles": 200}),
+]
+TARGETS = {"DoubleDQN": 1.1, "DuelingDQN": 1.1, "PrioritizedDQN": 1.5}
+
+
+def protocol_hyperparams() -> dict:
+    """The DQN entry's hyperparameters from the MinAtar protocol (shared by the whole family there)."""
+    doc = tomllib.loads(PROTOCOL.read_text())
+    dqn = next(a for a in doc["algorithms"] if a["name"] == "DQN")
+    return dict(dqn.get("hyperparams", {})), dict(dqn.get("policy_kwargs", {}))
+
+
+def time_one(name: str, extra: dict, game: str, budget: int, hp: dict, policy_kwargs: dict) -> float:
+    import gymnasium as gym
+    import minatar.gym
+    import numpy as np
+
+    from rlaudit.algorithms import make_agent
+
+    if not any(k.startswith("MinAtar/") for k in gym.registry):
+        minatar.gym.register_envs()
+    env = gym.wrappers.TransformObservation(
+        gym.make(f"MinAtar/{game}-v1"),
+        lambda o: o.astype(np.float32),
+        gym.spaces.Box(0.0, 1.0, gym.make(f"MinAtar/{game}-v1").observation_space.shape, np.float32),
+    )
+    agent = make_agent(name, env, {**hp, **extra}, seed=0, policy_kwargs=policy_kwargs)
+    start = time.perf_counter()
+    agent.train(budget)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3k steps, 1 repeat")
+    parser.add_argument("--steps", type=int, default=None, help="training budget per run (default 20000)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per variant (default 3)")
+    parser.add_argument("--game", default="Breakout", help="MinAtar game (default Breakout)")
+    args = parser.parse_args(argv)
+    steps = args.steps or (3_000 if args.quick else 20_000)
+    repeats = args.repeats or (1 if args.quick else 3)
+
+    import torch
+
+    torch.set_num_threads(1)
+    hp, policy_kwargs = protocol_hyperparams()
+    # learning_starts shrinks with the budget so that most of each timed run trains.
+    hp["learning_starts"] = min(hp.get("learning_starts", 1_000), steps // 10)
+    print(f"MinAtar/{args.game}-v1, MLP {policy_kwargs.get('net_arch')}, {steps:,} steps, {repeats} repeat(s), "
+          f"1 torch thread; hyperparameters from {PROTOCOL.relative_to(REPO)}")
+    times: dict[str, list[float]] = {label: [] for label, _, _ in VARIANTS}
+    for r in range(repeats):
+        for label, name, extra in VARIANTS:
+            t = time_one(name, extra, args.game, steps, hp, policy_kwargs)
+            times[label].append(t)
+            print(f"  repeat {r + 1}: {label:<22} {t:7.2f} s", file=sys.stderr, flush=True)
+    base = statistics.median(times["DQN (SB3)"])
+    print(f"{'variant':<22} {'median s':>9} {'steps/s':>8} {'ratio':>6}  target")
+    failed = []
+    for label, name, _ in VARIANTS:
+        med = statistics.median(times[label])
+        ratio = med / base
+        target = TARGETS.get(label)
+        verdict = "" if target is None else (f"<= {target}x ok" if ratio <= target else f"<= {target}x MISSED")
+        if target is not None and ratio > target:
+            failed.append(label)
+        print(f"{label:<22} {med:9.2f} {steps / med:8.0f} {ratio:6.2f}  {verdict}")
+    if failed:
+        print(f"targets missed: {', '.join(failed)} (rerun on a quiet machine before concluding)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

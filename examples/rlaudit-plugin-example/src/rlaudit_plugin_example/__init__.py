@@ -1,0 +1,1 @@
+"""Example rlaudit plugin: ``PolyakDQN`` (an SB3 algorithm) and ``HillClimbing`` (a learner)."""

@@ -1,0 +1,282 @@
+"""Build and drive any registered algorithm through one small interface, :class:`Agent`.
+
+rlaudit accepts two kinds of algorithm class.
+
+**SB3 algorithms** — any subclass of :class:`stable_baselines3.common.base_class.BaseAlgorithm` (PPO, DQN,
+sb3-contrib's algorithms, your own subclass). rlaudit constructs it as
+``cls(policy, env, seed=seed, policy_kwargs=..., device="cpu", verbose=0, **hyperparams)``, trains it with
+one ``learn(total_timesteps, callback=...)`` call and evaluates with ``predict(obs, deterministic=...)``.
+
+**Learners** — any class that follows the *learner protocol*, so that non-SB3 code (a JAX agent, a
+CleanRL-style script wrapped as a class) can be audited. Modelled on scikit-learn's estimator contract:
+
+``__init__(self, env, *, seed, **hyperparams)``
+    Every hyperparameter is an explicit keyword argument with a default (no ``**kwargs``); ``seed`` is
+    required and all randomness (network initialisation, exploration, replay sampling, the env's resets)
+    must derive from it, so that the same seed gives bit-identical results. ``__init__`` only stores its
+    arguments (as attributes of the same names) — no training, no heavy work — so construction from a
+    protocol's hyperparameters is cheap and ``get_params`` round-trips. ``env`` is a ``gymnasium.Env``.
+``learn(self, total_timesteps, callback=None)``
+    Train for ``total_timesteps`` environment steps in one call. After **every** environment step call
+    ``callback(num_timesteps)`` (steps taken so far, counting from 1) when a callback is given; if it
+    returns ``False``, stop and return. rlaudit evaluates at its budgets from inside this callback, so
+    ``predict`` must work there and must not disturb training. Returns ``self``.
+``predict(self, obs, deterministic=True)``
+    The action for one observation (not a batch), as the env's ``step`` accepts it.
+``get_params(self)``
+    The hyperparameters as a dict of plain values (numbers, strings, bools, lists, dicts) such that
+    ``cls(env, seed=seed, **learner.get_params())`` builds an identical learner. Excludes ``env`` and ``seed``.
+
+Optional class attributes describe a plugin in the registry: ``rlaudit_action_spaces`` (e.g.
+``("discrete",)``; default: all), ``rlaudit_description`` (default: first docstring line) and
+``rlaudit_defaults`` (rlaudit-side default hyperparameters). ``rlaudit.testing.check_algorithm`` checks
+all of this.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rlaudit.algorithms.registry import NOT_HYPERPARAMS, AlgorithmSpec, _kind_of_space, get_spec
+from rlaudit.errors import InputError
+
+LEARNER_METHODS: tuple[str, ...] = ("learn", "predict", "get_params")
+"""Methods a learner-protocol class must define."""
+
+
+def _is_sb3(cls: type) -> bool:
+    try:
+        from stable_baselines3.common.base_class import BaseAlgorithm
+    except ImportError:  # pragma: no cover - SB3 is a core dependency
+        return False
+    return issubclass(cls, BaseAlgorithm)
+
+
+def algorithm_kind(cls: type, who: str = "") -> str:
+    """Return ``"sb3"`` or ``"learner"`` for ``cls``.
+
+    Raises:
+        InputError: ``cls`` is neither; the message lists what the learner protocol is missing.
+    """
+    if _is_sb3(cls):
+        return "sb3"
+    missing = [m for m in LEARNER_METHODS if not callable(getattr(cls, m, None))]
+    try:
+        init_params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        init_params = {}
+    for arg in ("env", "seed"):
+        if arg not in init_params:
+            missing.append(f"__init__ argument {arg!r}")
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in init_params.values()):
+        missing.append("explicit keyword hyperparameters in __init__ (found **kwargs)")
+    if missing:
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        raise InputError(
+            f"{who or name}: {name} is neither a stable-baselines3 BaseAlgorithm subclass nor a learner: "
+            f"missing {', '.join(missing)} (see docs/plugins.md)"
+        )
+    return "learner"
+
+
+def constructor_params(cls: type) -> dict[str, Any]:
+    """Keyword hyperparameters of ``cls.__init__`` and their defaults (``inspect.Parameter.empty`` if none).
+
+    ``policy`` counts as a hyperparameter of SB3 algorithms; plumbing (``env``, ``seed``, ``verbose``,
+    ``policy_kwargs``, logging) does not.
+    """
+    params: dict[str, Any] = {}
+    # An SB3 subclass may add its own keywords and pass **kwargs on: follow the MRO until a class's
+    # __init__ takes no **kwargs, so DQNFamily lists DQN's hyperparameters too.
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        more = False
+        for p in inspect.signature(klass.__init__).parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                more = True
+            elif p.name not in NOT_HYPERPARAMS and p.kind is not p.VAR_POSITIONAL:
+                params.setdefault(p.name, p.default)
+        if not more:
+            break
+    return params
+
+
+def _plain(value: Any) -> Any:
+    """Make a hyperparameter value JSON-friendly (tuples -> lists, classes/functions -> 'module:name')."""
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if inspect.isclass(value) or inspect.isfunction(value):
+        return f"{value.__module__}:{value.__qualname__}"
+    return repr(value)
+
+
+class _StopTraining(Exception):
+    """Raised from the callback when an algorithm keeps stepping after being told to stop."""
+
+
+def _sb3_callback(on_step: Callable[[int], bool | None]):
+    """Wrap ``on_step(num_timesteps)`` as an SB3 ``BaseCallback``.
+
+    Returning ``False`` stops SB3's own algorithms at once; a few (sb3-contrib's ARS, which evaluates
+    whole candidate policies) ignore it, so a call after a stop raises :class:`_StopTraining`, which
+    :meth:`Agent.train` catches.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StepCallback(BaseCallback):
+        stopped = False
+
+        def _on_step(self) -> bool:
+            if self.stopped:
+                raise _StopTraining
+            self.stopped = on_step(self.num_timesteps) is False
+            return not self.stopped
+
+    return StepCallback()
+
+
+class Agent:
+    """A constructed algorithm (either kind) behind one interface.
+
+    Attributes:
+        spec: the registry spec it was built from.
+        model: the SB3 algorithm or the learner instance.
+        seed: the construction seed.
+    """
+
+    def __init__(self, spec: AlgorithmSpec, model: Any, params: dict[str, Any], seed: int) -> None:
+        self.spec = spec
+        self.model = model
+        self.seed = seed
+        self._params = params
+
+    @property
+    def kind(self) -> str:
+        """``"sb3"`` or ``"learner"``."""
+        return self.spec.kind
+
+    def train(self, total_timesteps: int, on_step: Callable[[int], bool | None] | None = None) -> None:
+        """Train in one uninterrupted ``learn`` call.
+
+        Args:
+            total_timesteps: environment steps to train for.
+            on_step: called with the number of steps taken so far after every environment step;
+                returning ``False`` stops training early.
+        """
+        if self.kind == "sb3":
+            callback = _sb3_callback(on_step) if on_step is not None else None
+            try:
+                self.model.learn(total_timesteps=int(total_timesteps), callback=callback, progress_bar=False)
+            except _StopTraining:
+                pass
+        else:
+            self.model.learn(int(total_timesteps), callback=on_step)
+
+    def predict(self, obs: Any, deterministic: bool = True) -> Any:
+        """The action for ``obs`` (one observation, or a batch for SB3 vectorised envs)."""
+        if self.kind == "sb3":
+            action, _ = self.model.predict(obs, deterministic=deterministic)
+            return action
+        return self.model.predict(obs, deterministic=deterministic)
+
+    def get_params(self) -> dict[str, Any]:
+        """The complete hyperparameters as plain values, including ``policy_kwargs`` for SB3 algorithms.
+
+        ``make_agent(spec, env, hyperparams=p, policy_kwargs=p.pop("policy_kwargs", None), seed=...)``
+        rebuilds an identical agent.
+        """
+        if self.kind == "learner":
+            return _plain(dict(self.model.get_params()))
+        return _plain(self._params)
+
+
+def _default_policy(cls: type, observation_space: Any) -> str:
+    from gymnasium import spaces
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    aliases = getattr(cls, "policy_aliases", {}) or {}
+    if isinstance(observation_space, spaces.Dict) and "MultiInputPolicy" in aliases:
+        return "MultiInputPolicy"
+    if is_image_space(observation_space, check_channels=False) and "CnnPolicy" in aliases:
+        return "CnnPolicy"
+    return "MlpPolicy"
+
+
+def _spaces_of(env: Any) -> tuple[Any, Any]:
+    return env.observation_space, env.action_space
+
+
+def make_agent(
+    name_or_spec: str | AlgorithmSpec,
+    env: Any,
+    hyperparams: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    policy_kwargs: Mapping[str, Any] | None = None,
+) -> Agent:
+    """Construct a registered algorithm on ``env``, seeded.
+
+    Args:
+        name_or_spec: registry name or spec.
+        env: a ``gymnasium.Env`` (either kind) or an SB3 ``VecEnv`` (SB3 algorithms only).
+        hyperparams: protocol hyperparameters; checked against the class's keyword arguments. The spec's
+            ``defaults`` apply underneath. ``policy`` picks the SB3 policy (default: ``CnnPolicy`` for image
+            observations, ``MlpPolicy`` otherwise).
+        seed: construction seed (network initialisation, exploration, replay sampling).
+        policy_kwargs: SB3 ``policy_kwargs`` (SB3 algorithms only).
+
+    Returns:
+        The :class:`Agent`.
+
+    Raises:
+        InputError: unknown algorithm or hyperparameter, unsupported action space, or a constructor that
+            rejects the hyperparameters (its message is passed on).
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    spec = get_spec(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+    hyperparams = dict(hyperparams or {})
+    where = f"algorithm {spec.name!r}"
+    spec.check_hyperparams(hyperparams, where=f"{where} hyperparams")
+    cls = spec.load()
+    _, action_space = _spaces_of(env)
+    if not spec.supports(action_space):
+        raise InputError(
+            f"{where} does not support {_kind_of_space(action_space)} action spaces "
+            f"(supports {', '.join(sorted(spec.action_spaces))})"
+        )
+    known = constructor_params(cls)
+    params = {k: v for k, v in known.items() if v is not inspect.Parameter.empty}
+    params.update(spec.defaults)
+    params.update(hyperparams)
+    if spec.kind == "learner":
+        if policy_kwargs:
+            raise InputError(f"{where}: policy_kwargs apply to stable-baselines3 algorithms only; use hyperparams")
+        if hasattr(env, "num_envs"):
+            raise InputError(f"{where}: a learner takes a gymnasium.Env, not a vectorised env")
+        model = _construct(where, cls, env=env, seed=seed, **{k: v for k, v in params.items() if k in hyperparams or k in spec.defaults})
+        return Agent(spec, model, params, seed)
+    params.setdefault("policy", None)
+    if params["policy"] is None or params["policy"] is inspect.Parameter.empty:
+        params["policy"] = _default_policy(cls, env.observation_space)
+    params.setdefault("device", "cpu")
+    if params.get("device") == "auto":
+        params["device"] = "cpu"
+    pk = dict(policy_kwargs or {})
+    # Copy: some algorithms (A2C) write their own entries into the dict they are given.
+    model = _construct(where, cls, env=env, seed=int(seed), policy_kwargs=dict(pk) or None, verbose=0, **params)
+    return Agent(spec, model, {**params, "policy_kwargs": pk}, seed)
+
+
+def _construct(where: str, cls: type, **kwargs: Any) -> Any:
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError, AssertionError, KeyError) as exc:
+        raise InputError(f"{where}: cannot construct {cls.__name__}: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,164 @@
+"""Checklist findings on the data itself: design problems that weaken or bias a comparison.
+
+Each finding has a stable ``id`` (tools may filter on it), a ``severity`` (``warning``: the comparison is
+weakened or may be biased; ``info``: worth knowing), a one-line ``message`` and ``advice``.
+
+=========================  ========  ==================================================================
+id                         severity  when
+=========================  ========  ==================================================================
+``few-runs``               warning   an algorithm has fewer than 10 runs on some task at an audited budget
+``unequal-runs``           info      run counts differ between algorithms or tasks
+``unequal-tasks``          warning   some tasks are present for only some algorithms (audit uses common ones)
+``partial-budgets``        warning   some budgets are present for only some algorithms (not audited)
+``mixed-score-kind``       warning   ``train`` and ``eval`` scores are mixed
+``train-scores``           warning   all scores are returns logged during training
+``max-over-evaluations``   warning   scores are the maximum over evaluations (optimistically biased)
+``raw-scores``             warning   raw scores aggregated across several tasks without normalisation
+=========================  ========  ==================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+MIN_RUNS = 10
+"""rliable's guidance: percentile bootstrap intervals need about 10 runs per task to be trustworthy."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One checklist finding."""
+
+    id: str
+    """Stable identifier (see the module table)."""
+    severity: str
+    """``warning`` or ``info``."""
+    message: str
+    """What was found, in one line, naming the algorithms / tasks / budgets concerned."""
+    advice: str = ""
+    """What to do about it."""
+    details: dict = field(default_factory=dict)
+    """Machine-readable specifics (counts per algorithm, dropped tasks, …)."""
+
+    def to_dict(self) -> dict:
+        """``audit.json`` form."""
+        return asdict(self)
+
+
+def _names(items: Sequence, limit: int = 6) -> str:
+    items = [str(i) for i in items]
+    head = ", ".join(items[:limit])
+    return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def check_runs(frame: pd.DataFrame) -> list[Finding]:
+    """``few-runs`` and ``unequal-runs`` on the audited rows (``frame``: tidy rows actually audited)."""
+    counts = frame.groupby(["algorithm", "task", "budget"]).size()
+    findings = []
+    min_runs = counts.groupby(level="algorithm").min()
+    few = {a: int(n) for a, n in min_runs.items() if n < MIN_RUNS}
+    if few:
+        desc = _names([f"{a} has {n}" for a, n in few.items()])
+        findings.append(Finding(
+            "few-runs", "warning",
+            f"fewer than {MIN_RUNS} runs per task: {desc} (smallest count over tasks and budgets)",
+            "percentile bootstrap intervals under-cover with so few runs (rliable's guidance is >= 10 runs "
+            "per task); treat decisions involving these algorithms with caution or add runs",
+            {"min_runs": few}))
+    if counts.nunique() > 1:
+        per_alg = {a: sorted({int(n) for n in g}) for a, g in counts.groupby(level="algorithm")}
+        desc = _names([f"{a}: {'/'.join(str(n) for n in ns)}" for a, ns in per_alg.items()])
+        findings.append(Finding(
+            "unequal-runs", "info", f"run counts per task differ ({desc})",
+            "the stratified bootstrap handles unequal counts, but intervals of algorithms with fewer runs are "
+            "wider; pooled metrics weight each run equally (see docs/statistics.md)",
+            {"runs_per_task": per_alg}))
+    return findings
+
+
+def check_tasks(tasks_by_algorithm: dict[str, set[str]], common: Sequence[str]) -> list[Finding]:
+    """``unequal-tasks``: tasks that only some algorithms have (the audit uses the common tasks)."""
+    all_tasks = sorted(set().union(*tasks_by_algorithm.values()))
+    dropped = [t for t in all_tasks if t not in set(common)]
+    if not dropped:
+        return []
+    have = {t: sorted(a for a, ts in tasks_by_algorithm.items() if t in ts) for t in dropped}
+    desc = _names([f"{t} (only {', '.join(have[t])})" for t in dropped], limit=4)
+    return [Finding(
+        "unequal-tasks", "warning",
+        f"audited on the {len(common)} tasks every algorithm has; {len(dropped)} dropped: {desc}",
+        "aggregates over different task sets are not comparable; run every algorithm on every task or "
+        "state the common task set with the results",
+        {"common_tasks": list(common), "dropped_tasks": have})]
+
+
+def check_budgets(budgets_by_algorithm: dict[str, set[int]], audited: Sequence[int], unit: str) -> list[Finding]:
+    """``partial-budgets``: budgets that only some algorithms have; they are not audited."""
+    all_budgets = sorted(set().union(*budgets_by_algorithm.values()))
+    partial = [b for b in all_budgets
+               if any(b not in bs for bs in budgets_by_algorithm.values()) and b not in set(audited)]
+    if not partial:
+        return []
+    have = {int(b): sorted(a for a, bs in budgets_by_algorithm.items() if b in bs) for b in partial}
+    desc = _names([f"{b} (only {', '.join(have[b])})" for b in partial], limit=4)
+    return [Finding(
+        "partial-budgets", "warning",
+        f"{len(partial)} budget(s) in {unit} present for some algorithms only and not audited: {desc}",
+        "an ordering can only be audited at a budget every algorithm reached; add the missing runs or "
+        "compare the subset of algorithms that has them",
+        {"budgets": {str(b): a for b, a in have.items()}})]
+
+
+def check_score_kind(frame: pd.DataFrame, meta_kind: str) -> list[Finding]:
+    """``mixed-score-kind`` / ``train-scores`` from the ``score_kind`` column or the table metadata."""
+    if "score_kind" in frame.columns:
+        per_alg = frame.groupby("algorithm")["score_kind"].agg(lambda s: sorted(set(s)))
+        kinds = set(frame["score_kind"])
+    else:
+        per_alg = None
+        kinds = {meta_kind}
+    if len(kinds) > 1:
+        desc = ""
+        if per_alg is not None:
+            train = [a for a, ks in per_alg.items() if "train" in ks]
+            desc = f" (train scores for {_names(train)})"
+        return [Finding(
+            "mixed-score-kind", "warning", f"training-time and evaluation scores are mixed{desc}",
+            "returns logged during training include exploration and differ systematically from separate "
+            "evaluation episodes; compare like with like",
+            {"by_algorithm": {a: ks for a, ks in per_alg.items()} if per_alg is not None else {}})]
+    if kinds == {"train"}:
+        return [Finding(
+            "train-scores", "info", "scores are returns logged during training, not separate evaluations",
+            "fine for comparing algorithms evaluated the same way (e.g. Dopamine's training returns), but "
+            "not comparable with evaluation scores from other papers")]
+    return []
+
+
+def check_eval_protocol(frame: pd.DataFrame) -> list[Finding]:
+    """``max-over-evaluations``: scores that are the maximum over evaluations (``eval_protocol == "max"``)."""
+    if "eval_protocol" not in frame.columns:
+        return []
+    maxed = sorted(set(frame.loc[frame["eval_protocol"].astype(str) == "max", "algorithm"]))
+    if not maxed:
+        return []
+    return [Finding(
+        "max-over-evaluations", "warning",
+        f"scores of {_names(maxed)} are the maximum over evaluations during training",
+        "the maximum over evaluations is optimistically biased and favours noisy algorithms; report the "
+        "final evaluation (or the mean over the last evaluations) instead",
+        {"algorithms": maxed})]
+
+
+def check_normalization(n_tasks: int, normalization: str) -> list[Finding]:
+    """``raw-scores``: aggregating raw scores over tasks whose scales differ."""
+    if n_tasks > 1 and normalization in ("", "none"):
+        return [Finding(
+            "raw-scores", "warning",
+            f"raw scores are aggregated across {n_tasks} tasks without normalisation",
+            "tasks with large score scales dominate the aggregate; pass --normalize (atari, minmax:FILE, "
+            "divide:K) unless the scores are already on a common scale")]
+    return []

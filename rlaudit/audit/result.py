@@ -1,0 +1,118 @@
+"""The audit result: a plain data object, serialised as ``audit.json`` (schema: ``docs/audit-json.md``).
+
+The report stage renders from this object (or the file) and never recomputes statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from rlaudit.errors import InputError
+from rlaudit.io import atomic_write_text
+
+SCHEMA_VERSION = 1
+"""Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0)."""
+
+
+@dataclass
+class AuditResult:
+    """Everything an audit found; field names and meanings follow ``docs/audit-json.md``.
+
+    Entries of the list fields are plain dicts with the keys documented there, so the object round-trips
+    through JSON unchanged (``AuditResult.from_dict(r.to_dict()) == r``).
+    """
+
+    rlaudit_version: str
+    """Version of rlaudit that computed the result."""
+    created: str
+    """UTC time of the audit, ISO 8601."""
+    source: dict
+    """``{path, protocol, title, citation}`` of the audited input."""
+    data: dict
+    """What was audited: algorithms, tasks, budgets, budget unit, score kind, normalisation, design."""
+    settings: dict
+    """:class:`~rlaudit.audit.settings.AuditSettings` as applied, plus the error-control description."""
+    budgets: list[int]
+    """Audited budgets, ascending (in ``data["budget_unit"]``)."""
+    aggregates: list[dict] = field(default_factory=list)
+    """``{budget, algorithm, metric, point, lo, hi}`` for every metric of the settings."""
+    orderings: list[dict] = field(default_factory=list)
+    """Pairwise decisions at each budget under the deciding metric."""
+    inversions: list[dict] = field(default_factory=list)
+    """Non-stable changes of an ordering between two budgets."""
+    crossovers: list[dict] = field(default_factory=list)
+    """Budget intervals in which a decided ordering switches to the opposite decided ordering."""
+    metric_sensitivity: list[dict] = field(default_factory=list)
+    """Pairs and budgets where the metrics' decisions disagree."""
+    rank_distribution: list[dict] = field(default_factory=list)
+    """``{budget, algorithm, probs}``: bootstrap probability of each rank (rank 1 = best)."""
+    profiles: list[dict] = field(default_factory=list)
+    """Performance profiles with bands, per budget and algorithm."""
+    per_task: list[dict] = field(default_factory=list)
+    """Per-task mean raw score with a bootstrap interval."""
+    claims: list[dict] = field(default_factory=list)
+    """Claim verdicts."""
+    checklist: list[dict] = field(default_factory=list)
+    """Checklist findings on the data."""
+    schema_version: int = SCHEMA_VERSION
+    """``audit.json`` schema version."""
+
+    def to_dict(self) -> dict:
+        """The ``audit.json`` document (JSON-serialisable, keys in the documented order)."""
+        d = {"schema_version": self.schema_version}
+        for f in fields(self):
+            if f.name != "schema_version":
+                d[f.name] = getattr(self, f.name)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "audit.json") -> AuditResult:
+        """Rebuild from an ``audit.json`` document.
+
+        Raises:
+            InputError: when the schema version is unknown or a required key is missing.
+        """
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: not an audit result (expected a JSON object)")
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InputError(f"{where}: audit.json schema version {version!r} is not supported "
+                             f"(this rlaudit reads version {SCHEMA_VERSION})")
+        names = [f.name for f in fields(cls)]
+        required = ["rlaudit_version", "created", "source", "data", "settings", "budgets"]
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise InputError(f"{where}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        return cls(**{k: d[k] for k in names if k in d})
+
+    def to_json(self) -> str:
+        """``audit.json`` text (indented, UTF-8 safe, no NaN)."""
+        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def write_json(self, path: str | os.PathLike) -> Path:
+        """Write ``audit.json`` atomically (nothing is left behind on failure); return the path."""
+        path = Path(path)
+        atomic_write_text(path, self.to_json())
+        return path
+
+    @classmethod
+    def read_json(cls, path: str | os.PathLike) -> AuditResult:
+        """Read an ``audit.json`` file."""
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+        return cls.from_dict(doc, str(path))
+
+    def ordering(self, budget: int, a: str, b: str) -> dict | None:
+        """The ``orderings`` entry of the pair at ``budget`` (either order of ``a``, ``b``), or ``None``."""
+        for o in self.orderings:
+            if o["budget"] == budget and {o["a"], o["b"]} == {a, b}:
+                return o
+        return None

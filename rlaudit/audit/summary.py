@@ -1,0 +1,172 @@
+"""Terminal summary of an audit (rich): per-budget rankings with intervals, then orderings, inversions,
+claim verdicts and checklist findings. Renders from an :class:`AuditResult` only (never recomputes)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rlaudit.audit.claims import overall_verdict
+from rlaudit.audit.result import AuditResult
+
+LABELS = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "OG"}
+_VERDICT_STYLE = {"holds": "green", "reversed": "red", "inconclusive": "yellow"}
+_KIND_STYLE = {"confirmed": "bold red", "lost": "yellow", "unconfirmed": "dim"}
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) >= 1000 or (x != 0 and abs(x) < 1e-3) else f"{x:.{digits}f}"
+
+
+def _ci(point: float, lo: float, hi: float) -> str:
+    return f"{_num(point)} [{_num(lo)}, {_num(hi)}]"
+
+
+def budget_label(b: int) -> str:
+    """Compact exact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k``, ``12345`` -> ``12345``."""
+    if b >= 1_000_000 and b % 1_000_000 == 0:
+        return f"{b // 1_000_000}M"
+    if b >= 1_000 and b % 1_000 == 0:
+        return f"{b // 1_000}k"
+    return str(b)
+
+
+def _decision_text(decision: str, a: str, b: str) -> Text:
+    if decision == "a>b":
+        return Text(f"{a} > {b}", style="bold")
+    if decision == "b>a":
+        return Text(f"{b} > {a}", style="bold")
+    return Text("inconclusive", style="yellow")
+
+
+def _p(p: float, reps: int) -> str:
+    return f"< {2 / reps:.1g}" if p == 0 else f"{p:.3g}"
+
+
+def render_summary(result: AuditResult, console: Console | None = None, max_rows: int = 40) -> None:
+    """Print the summary of ``result`` on ``console`` (default: stdout).
+
+    Args:
+        result: the audit result.
+        console: a rich console.
+        max_rows: longest list printed per section; the rest is counted and left to ``audit.json``.
+    """
+    console = console or Console()
+    s, d = result.settings, result.data
+    unit = d.get("budget_unit", "")
+    metric = s["metric"]
+    mlabel = LABELS.get(metric, metric)
+    src = result.source.get("title") or result.source.get("path") or "scores"
+    console.print(Text(f"rlaudit audit — {src}", style="bold"))
+    console.print(Text(f"{len(d['algorithms'])} algorithms x {len(d['tasks'])} tasks x {len(result.budgets)} "
+                  f"budget(s) ({unit}); scores: {d.get('score_kind')}, normalisation: {d.get('normalization')}"))
+    console.print(Text(f"deciding metric {mlabel}; {s['reps']} bootstrap replicates, seed {s['seed']}; "
+                  f"{s['correction']} correction, family-wise alpha {s['alpha']:g} over "
+                  f"{len(result.orderings)} ordering(s); intervals on aggregates at {100 * s['confidence']:g}% "
+                  f"({s['interval_method']}); other metrics: point estimates (intervals in audit.json)"))
+
+    agg = {(r["budget"], r["algorithm"], r["metric"]): r for r in result.aggregates}
+    rank1 = {(r["budget"], r["algorithm"]): r["probs"][0] for r in result.rank_distribution}
+    metrics = s["metrics"]
+    higher = metric != "og"
+    by_budget = defaultdict(list)
+    for o in result.orderings:
+        by_budget[o["budget"]].append(o)
+    for b in result.budgets:
+        algs = sorted(d["algorithms"], key=lambda a: agg[(b, a, metric)]["point"], reverse=higher)
+        table = Table(title=f"budget {budget_label(b)} {unit}: ranking by {mlabel}", title_justify="left")
+        table.add_column("#", justify="right")
+        table.add_column("algorithm")
+        table.add_column(f"{mlabel} [{100 * s['confidence']:g}% CI]", justify="right", style="bold")
+        others = [m for m in metrics if m != metric]
+        for m in others:
+            table.add_column(LABELS.get(m, m), justify="right")
+        table.add_column("P(rank 1)", justify="right")
+        for i, a in enumerate(algs, 1):
+            main = agg[(b, a, metric)]
+            table.add_row(str(i), Text(a), _ci(main["point"], main["lo"], main["hi"]),
+                          *[_num(agg[(b, a, m)]["point"]) for m in others], _num(rank1.get((b, a))))
+        console.print(table)
+        rows = by_budget[b]
+        if rows:
+            t = Table(title=f"budget {budget_label(b)}: orderings ({mlabel} difference, interval at the corrected "
+                            f"level)", title_justify="left")
+            for col, just in (("pair", "left"), ("a - b [CI]", "right"), ("p adj.", "right"),
+                              ("decision", "left"), ("P(a > b) [CI]", "right"), ("runs needed", "right")):
+                t.add_column(col, justify=just)
+            shown = sorted(rows, key=lambda o: o["p_adjusted"])
+            for o in shown[:max_rows]:
+                needed = ("-" if o["runs_needed"] is None else
+                          f"> {s['runs_needed_cap']}" if o["runs_needed_capped"] else str(o["runs_needed"]))
+                t.add_row(Text(f"{o['a']} vs {o['b']}"), _ci(o["diff_point"], o["diff_lo"], o["diff_hi"]),
+                          _p(o["p_adjusted"], s["reps"]), _decision_text(o["decision"], o["a"], o["b"]),
+                          _ci(o["p_improvement"], o["p_improvement_lo"], o["p_improvement_hi"]), needed)
+            console.print(t)
+            if len(shown) > max_rows:
+                console.print(Text(f"  … {len(shown) - max_rows} more pairs in audit.json"))
+
+    console.print(Text("Inversions between budgets", style="bold"))
+    if len(result.budgets) < 2:
+        console.print(Text("  one budget audited: no inversions to look for"))
+    elif not result.inversions:
+        console.print(Text("  none: every ordering is stable across the audited budgets"))
+    else:
+        counts = defaultdict(int)
+        for inv in result.inversions:
+            counts[inv["kind"]] += 1
+        console.print(Text("  " + ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "lost", "unconfirmed"))))
+        t = Table(show_header=True)
+        for col in ("kind", "pair", f"low budget", "decision", f"high budget", "decision"):
+            t.add_column(col)
+        order = {"confirmed": 0, "lost": 1, "unconfirmed": 2}
+        invs = sorted(result.inversions, key=lambda r: (order[r["kind"]], r["a"], r["b"], r["budget_low"]))
+        for inv in invs[:max_rows]:
+            t.add_row(Text(inv["kind"], style=_KIND_STYLE[inv["kind"]]), Text(f"{inv['a']} vs {inv['b']}"),
+                      budget_label(inv["budget_low"]), _decision_text(inv["decision_low"], inv["a"], inv["b"]),
+                      budget_label(inv["budget_high"]), _decision_text(inv["decision_high"], inv["a"], inv["b"]))
+        console.print(t)
+        if len(invs) > max_rows:
+            console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))
+    for c in result.crossovers[:max_rows]:
+        frm = _decision_text(c["from"], c["a"], c["b"]).plain
+        to = _decision_text(c["to"], c["a"], c["b"]).plain
+        console.print(Text(f"  crossover: {frm} up to {budget_label(c['last_budget_before'])}, {to} from "
+                           f"{budget_label(c['first_budget_after'])} {unit}"))
+
+    if result.metric_sensitivity:
+        console.print(Text("Metric sensitivity (decisions differ between metrics)", style="bold"))
+        rows = sorted(result.metric_sensitivity, key=lambda r: (r["kind"] != "opposed", r["budget"]))
+        for r in rows[:max_rows]:
+            ds = ", ".join(f"{LABELS.get(m, m)}: {_decision_text(v, r['a'], r['b']).plain}"
+                           for m, v in r["decisions"].items())
+            console.print(Text(f"  [{r['kind']}] budget {budget_label(r['budget'])}, {r['a']} vs {r['b']}: {ds}"))
+        if len(rows) > max_rows:
+            console.print(Text(f"  … {len(rows) - max_rows} more in audit.json"))
+
+    if result.claims:
+        t = Table(title="Claims", title_justify="left")
+        for col in ("claim", "metric", "per budget", "overall"):
+            t.add_column(col)
+        for c in result.claims:
+            per = Text()
+            for i, r in enumerate(c["per_budget"]):
+                if i:
+                    per.append(", ")
+                per.append(f"{budget_label(r['budget'])}: {r['verdict']}", style=_VERDICT_STYLE[r["verdict"]])
+            overall = overall_verdict([(r["budget"], r["verdict"]) for r in c["per_budget"]], budget_label)
+            t.add_row(Text(c["text"]), LABELS.get(c["metric"], c["metric"]), per, Text(overall))
+        console.print(t)
+
+    console.print(Text("Checklist", style="bold"))
+    if not result.checklist:
+        console.print(Text("  no findings"))
+    for f in result.checklist:
+        style = "yellow" if f["severity"] == "warning" else "cyan"
+        console.print(Text(f"  [{f['severity']}] ", style=style) + Text(f["message"]))
+        if f.get("advice"):
+            console.print(Text(f"      {f['advice']}", style="dim"))

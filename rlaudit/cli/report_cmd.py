@@ -1,0 +1,142 @@
+"""``rlaudit report``: parse options, audit SOURCE first unless it is an ``audit.json``, write the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from rlaudit.errors import InputError
+
+
+def _read_audit_json(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON (line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)})") \
+            from None
+    from rlaudit.audit.result import AuditResult
+
+    AuditResult.from_dict(doc, str(path))  # validates; the document itself is kept (new optional keys too)
+    return doc
+
+
+def _audit_first(source_path, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed,
+                 alpha, gamma, ci_method, correction) -> dict:
+    """Run the audit exactly as ``rlaudit audit`` does with the same options; return the audit document."""
+    # The audit command owns option parsing and defaults; reuse its helpers so both commands agree.
+    from rlaudit.audit import AuditSettings, run_audit, work_estimate
+    from rlaudit.audit.claims import load_claims_file, parse_claims
+    from rlaudit.cli.audit_cmd import PROGRESS_THRESHOLD, _budgets, _float, _int, _RichProgress, _SETTING_KEYS
+    from rlaudit.sources import load_source
+
+    flags = {"metric": metric, "reps": _int(reps, "--reps"), "reps_pairwise": _int(reps_pairwise, "--reps-pairwise"),
+             "seed": _int(seed, "--seed"), "alpha": _float(alpha, "--alpha"), "gamma": _float(gamma, "--gamma"),
+             "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets)}
+    source = load_source(source_path, fmt=fmt, data_dir=data_dir)
+    defaults = {k: v for k, v in (source.audit or {}).items() if k in _SETTING_KEYS}
+    if isinstance(defaults.get("budgets"), (list, tuple)):
+        defaults["budgets"] = tuple(defaults["budgets"])
+    if isinstance(defaults.get("metrics"), list):
+        defaults["metrics"] = tuple(defaults["metrics"])
+    settings = AuditSettings(**defaults).replace(**flags)
+    if normalize is not None:
+        norm_spec, norm_where, base = normalize, "--normalize", None
+    else:
+        norm_spec, norm_where, base = source.normalization, f"{source.path}: [normalization]", Path(source.path).parent
+    if norm_spec is not None and not (isinstance(norm_spec, str) and norm_spec.strip().lower() == "none"):
+        from rlaudit.stats.normalize import parse_normalization
+
+        norm_spec = parse_normalization(norm_spec, norm_where, base)
+    settings = settings.replace(normalization=norm_spec)
+    if claims_file is not None:
+        claims = load_claims_file(claims_file)
+    elif source.claims:
+        claims = parse_claims(list(source.claims), f"{source.path}: [[claims]]")
+    else:
+        claims = ()
+    settings.check()
+    if work_estimate(source.table, settings) > PROGRESS_THRESHOLD:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
+            result = run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
+    else:
+        result = run_audit(source.table, settings, claims, source=source)
+    return result.to_dict()
+
+
+@click.command("report")
+@click.argument("source", metavar="SOURCE")
+@click.option("-o", "--out", "out_dir", metavar="DIR", required=True, help="Folder for the report (created).")
+@click.option("--format", "formats", metavar="F1,F2", default="html,md,tex,json", show_default=True,
+              help="Outputs: html (index.html), md (report.md), tex (tables.tex), json (audit.json).")
+@click.option("--title", metavar="TEXT", help="Report title (default: from the source).")
+@click.option("--from", "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
+              "default: by suffix or sniffing. (`rlaudit audit --format`.)")
+@click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files.")
+@click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
+              "(default: the protocol's, else none).")
+@click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og.")
+@click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have).")
+@click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's).")
+@click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000).")
+@click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000).")
+@click.option("--seed", metavar="S", help="Seed of every random stream (default 0).")
+@click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05).")
+@click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
+@click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
+@click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
+def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
+           reps_pairwise, seed, alpha, gamma, ci_method, correction):
+    """Write an audit report of SOURCE into DIR: index.html (self-contained), report.md, tables.tex
+    (booktabs), audit.json and figures/ (PNG, SVG, PDF).
+
+    SOURCE is an audit.json (rendered as is; audit options are then refused) or anything `rlaudit audit`
+    reads: a tidy score file, a store, a protocol or a published-format path, which is audited first with
+    the audit options. Nothing is written to DIR when any step fails (exit status 2 on bad input)."""
+    from rlaudit.report import build_report, parse_formats
+
+    formats = parse_formats(formats)
+    path = Path(source)
+    audit_opts = {"--from": fmt, "--data": data_dir, "--normalize": normalize, "--metric": metric,
+                  "--budgets": budgets, "--claims": claims_file, "--reps": reps, "--reps-pairwise": reps_pairwise,
+                  "--seed": seed, "--alpha": alpha, "--gamma": gamma, "--ci-method": ci_method,
+                  "--correction": correction}
+    if path.suffix.lower() == ".json" and fmt is None:
+        given = [k for k, v in audit_opts.items() if v is not None]
+        if given:
+            raise InputError(f"{', '.join(given)}: {path} is already an audit result; audit options apply only "
+                             "when SOURCE is scores, a store or a protocol (re-run the audit instead)")
+        if not path.exists():
+            raise InputError(f"{path}: no such file")
+        audit = _read_audit_json(path)
+    else:
+        audit = _audit_first(source, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
+                             seed, alpha, gamma, ci_method, correction)
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rlaudit.report.plots import FIGURES
+
+    n_steps = (len(FIGURES) if {"html", "md", "tex"} & set(formats) else 0) + len({"html", "md", "tex"} & set(formats))
+    console = Console(stderr=True)
+    with Progress(TextColumn("rendering report"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("render", total=max(n_steps, 1))
+        files = build_report(audit, out_dir, formats, title=title, progress=lambda _name: bar.advance(task))
+    for f in files:
+        if f.parent.name != "figures":
+            click.echo(f"wrote {f}", err=True)
+    n_fig = sum(f.parent.name == "figures" for f in files)
+    if n_fig:
+        click.echo(f"wrote {n_fig} figure files to {Path(out_dir) / 'figures'}", err=True)

@@ -1,0 +1,197 @@
+"""``rlaudit validate / run / status / export``: protocol files in, a store and a tidy table out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rlaudit.errors import InputError
+
+RAY_OPTIONS = ("address", "cpus_per_run", "gpus_per_run", "max_retries")
+
+
+def _load(protocol_path: str):
+    from rlaudit.protocol import check_runnable, load_protocol, plan
+
+    protocol = load_protocol(protocol_path)
+    if protocol.is_published:
+        raise InputError(f"{protocol_path}: a published protocol ([data]) has nothing to run; audit it with "
+                         f"'rlaudit audit {protocol_path}'")
+    check_runnable(protocol)
+    return protocol, plan(protocol)
+
+
+def _store_path(store: str | None, protocol) -> Path:
+    from rlaudit.protocol import default_store
+
+    return Path(store) if store else default_store(protocol)
+
+
+def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -> None:
+    from rlaudit.run.driver import estimate_seconds, format_duration
+
+    p = plan_.protocol
+    echo(f"protocol {p.name}" + (f" — {p.title}" if p.title else "") + f" ({p.path}, hash {p.hash[:12]})")
+    echo(f"  tasks:      {', '.join(f'{t.id} ({t.suite})' for t in p.tasks)}")
+    echo(f"  algorithms: {', '.join(a.label if a.label == a.name else f'{a.label} ({a.name})' for a in p.algorithms)}")
+    echo(f"  seeds:      {len(p.seeds)} ({', '.join(map(str, p.seeds[:10]))}{', …' if len(p.seeds) > 10 else ''})")
+    for r in p.regimes:
+        what = ("anytime reading of the nested run" if r.kind == "nested" else "own runs trained for this budget")
+        echo(f"  regime {r.name:<10} {r.budget:>12,} env steps  {r.kind:<8}  ({what})")
+    ev = p.evaluation
+    echo(f"  evaluation: {ev.n_eval_episodes} episodes, "
+         f"{'deterministic' if ev.deterministic else 'stochastic'}"
+         + (f", epsilon {ev.epsilon}" if ev.epsilon else "")
+         + (f", also every {ev.eval_every:,} steps" if ev.eval_every else ""))
+    total_steps = sum(s.total_steps for s in specs)
+    n_nested = sum(1 for s in specs if s.regime_kind == "nested")
+    echo(f"plan: {len(specs)} runs ({n_nested} nested, {len(specs) - n_nested} separate), "
+         f"{total_steps:,} env steps in total")
+    if not specs:
+        echo(f"store: {store_path}")
+        return
+    seconds, source = estimate_seconds(specs, workers)
+    echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
+         f"(steps/s: {source})")
+    echo(f"store: {store_path}")
+
+
+@click.command()
+@click.argument("protocol", type=click.Path(dir_okay=False))
+@click.option("--store", "store", default=None, help="Store file to check (default: sweeps/<name>/store.sqlite).")
+@click.option("--workers", type=int, default=None, help="Workers for the time estimate (default: cores).")
+def validate(protocol: str, store: str | None, workers: int | None) -> None:
+    """Check PROTOCOL without training: fields, algorithms, hyperparameters, environments, budgets,
+    the store; print the plan (runs, env steps, time estimate)."""
+    from rlaudit.protocol import load_protocol
+    from rlaudit.run.executors import default_workers
+    from rlaudit.store import Store
+
+    p = load_protocol(protocol)
+    if p.is_published:
+        from rlaudit.protocol.loader import check_runnable
+
+        check_runnable(p)
+        files = (p.data or {}).get("files", [])
+        click.echo(f"protocol {p.name}: published data, importer {p.data.get('format')!r}, {len(files)} file(s); "
+                   f"valid")
+        return
+    p, plan_ = _load(protocol)
+    store_path = _store_path(store, p)
+    Store.open_for_run(store_path, p, check_only=True)
+    _print_plan(plan_, plan_.runs, store_path, workers or default_workers())
+    click.echo("valid")
+
+
+@click.command()
+@click.argument("protocol", type=click.Path(dir_okay=False))
+@click.option("--store", default=None, help="Store file (default: sweeps/<name>/store.sqlite). Resumed if it exists.")
+@click.option("--workers", "-j", type=int, default=None, help="Parallel runs (default: the cores available).")
+@click.option("--only", default=None, metavar="KEY=VALUE,…",
+              help="Run a subset: algo=, task=, seed=, regime= (repeat a key for several values).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and what would run; train nothing.")
+@click.option("--new-store", is_flag=True,
+              help="If the store holds another protocol's runs (or is corrupted), move it aside to "
+                   "<store>.<time>.bak and start a new one.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where runs execute.")
+@click.option("--address", default=None, help="Ray: cluster address (executor ray).")
+@click.option("--cpus-per-run", type=float, default=None, help="Ray: CPUs reserved per run (executor ray).")
+@click.option("--gpus-per-run", type=float, default=None, help="Ray: GPUs reserved per run (executor ray).")
+@click.option("--max-retries", type=int, default=None, help="Ray: retries of a run whose worker was lost.")
+def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
+        executor: str, address, cpus_per_run, gpus_per_run, max_retries) -> None:
+    """Train and evaluate PROTOCOL's runs into a resumable store.
+
+    Finished runs in the store are skipped; unfinished ones restart from scratch. Exit status 1 when some
+    runs failed (their tracebacks are in the store), 130 on Ctrl-C (finished runs kept).
+    """
+    from rich.console import Console
+
+    from rlaudit.protocol import parse_only
+    from rlaudit.run.driver import run_plan
+    from rlaudit.run.executors import default_workers, get_executor
+    from rlaudit.store import Store
+
+    p, plan_ = _load(protocol)
+    store_path = _store_path(store, p)
+    selection = parse_only(only, plan_)
+    ray_opts = {k: v for k, v in {"address": address, "cpus_per_run": cpus_per_run, "gpus_per_run": gpus_per_run,
+                                  "max_retries": max_retries}.items() if v is not None}
+    if executor == "local" and ray_opts:
+        name = next(iter(ray_opts)).replace("_", "-")
+        raise InputError(f"--{name}: applies to --executor ray only")
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers: must be at least 1, got {workers}")
+    opts = dict(ray_opts)
+    if workers is not None:
+        opts["workers"] = workers
+    if dry_run:
+        Store.open_for_run(store_path, p, new_store=new_store, check_only=True)
+        specs = plan_.select(selection)
+        done = _done_ids(store_path) if store_path.exists() and not new_store else set()
+        todo = [s for s in specs if s.run_id not in done]
+        _print_plan(plan_, todo, store_path, workers or default_workers())
+        click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "
+                   f"({len(specs) - len(todo)} already done)")
+        for s in todo:
+            click.echo(f"  {s.run_id}  budgets {', '.join(map(str, s.budgets))}")
+        return
+    ex = get_executor(executor, **opts)
+    Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
+    run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
+
+
+def _done_ids(store_path: Path) -> set[str]:
+    from rlaudit.store import open_readonly
+
+    con = open_readonly(store_path)
+    try:
+        return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
+    finally:
+        con.close()
+
+
+@click.command()
+@click.argument("store", type=click.Path(dir_okay=False))
+def status(store: str) -> None:
+    """Show done / running / failed / pending runs of STORE per algorithm, task and regime."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlaudit.store import failures, store_status
+
+    df = store_status(store)
+    table = Table(title=f"{store}", title_justify="left")
+    for c in df.columns:
+        table.add_column(c, justify="right" if c not in ("algorithm", "task", "regime") else "left")
+    for row in df.itertuples(index=False):
+        table.add_row(*(str(v) for v in row))
+    if len(df):
+        totals = df[["done", "running", "interrupted", "failed", "pending", "total"]].sum()
+        table.add_row("all", "", "", *(str(int(v)) for v in totals), end_section=True)
+    console = Console(width=140)
+    console.print(table)
+    for run_id, last in failures(store):
+        console.print(f"failed: {run_id}: {last}", highlight=False)
+
+
+@click.command()
+@click.argument("store", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, help="Output file: .csv or .parquet.")
+@click.option("--protocol", "eval_protocol", type=click.Choice(["final", "max"]), default="final", show_default=True,
+              help="Score at a budget: the evaluation at that budget (final) or the best one up to it (max; "
+                   "inflates results).")
+def export(store: str, output: str, eval_protocol: str) -> None:
+    """Export STORE's finished runs as a tidy score table (one row per algorithm, task, seed, budget)."""
+    from rlaudit.scores import write_scores
+    from rlaudit.store import export_table
+
+    out = Path(output)
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        raise InputError(f"{output}: unknown output type {out.suffix!r}; expected .csv or .parquet")
+    table = export_table(store, eval_protocol)
+    write_scores(table, out)
+    click.echo(f"{len(table.frame)} rows ({len(table.algorithms)} algorithms, {len(table.tasks)} tasks, budgets "
+               f"{', '.join(map(str, table.budgets))}) -> {out}")

@@ -1,0 +1,181 @@
+"""Helpers shared by the importers: reading (gzipped) JSON with positioned errors, option checks, paths."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from rlaudit.errors import InputError, did_you_mean
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: Path) -> bytes:
+    """Return the content of ``path``, gunzipped when it is gzip data; errors name the file."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            return gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InputError(f"{path}: truncated or corrupt gzip data ({_first_line(exc)})") from None
+    return raw
+
+
+def load_json(path: Path, content: bytes | None = None):
+    """Parse ``path`` (``.json`` or ``.json.gz``) as JSON; bare ``NaN`` is accepted (DreamerV3 files use it).
+
+    Raises:
+        InputError: naming the file, line and column of the first syntax error (e.g. a truncated file).
+    """
+    content = read_bytes(path) if content is None else content
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a JSON text file (byte {exc.start} is not UTF-8)") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file, expected JSON")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
+        what = "truncated JSON (the text ends early)" if ends_early else "not valid JSON"
+        raise InputError(f"{path}: {what} at line {exc.lineno} column {exc.colno} ({exc.msg})") from None
+
+
+def check_options(options: dict, allowed: dict[str, str], where: str) -> None:
+    """Reject unknown importer options with a did-you-mean hint.
+
+    Args:
+        options: the options given.
+        allowed: option name -> one-line description (used in the message).
+        where: importer name or protocol field for the message.
+    """
+    for key in options:
+        if key not in allowed:
+            raise InputError(f"{where}: unknown option {key!r}{did_you_mean(key, allowed)}; "
+                             f"known options: {', '.join(sorted(allowed))}")
+
+
+def opt_int(options: dict, key: str, default, where: str, minimum: int | None = None):
+    """Integer option (accepts ``"100k"``/``"1M"`` strings); ``default`` when absent."""
+    if key not in options or options[key] is None:
+        return default
+    value = parse_count(options[key], f"{where}: option {key!r}")
+    if minimum is not None and value < minimum:
+        raise InputError(f"{where}: option {key!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def opt_budgets(options: dict, key: str, where: str) -> list[int] | None:
+    """List of budgets (ints or ``"100k"``-style strings, or one comma-separated string)."""
+    if key not in options or options[key] is None:
+        return None
+    value = options[key]
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise InputError(f"{where}: option {key!r} must be a non-empty list of budgets")
+    budgets = [parse_count(v, f"{where}: option {key!r}") for v in value]
+    if any(b < 0 for b in budgets):
+        raise InputError(f"{where}: option {key!r}: budgets must be >= 0")
+    return sorted(set(budgets))
+
+
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kKmMbBgG]?)\s*$")
+_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9}
+
+
+def parse_count(value, where: str) -> int:
+    """``100000``, ``1e5``, ``"100k"``, ``"1.5M"`` -> int; anything else raises :class:`InputError`."""
+    if isinstance(value, bool):
+        raise InputError(f"{where}: expected a whole number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value):
+            return int(value)
+        raise InputError(f"{where}: expected a whole number, got {value!r}")
+    if isinstance(value, str):
+        m = _COUNT.match(value.replace("_", ""))
+        if m:
+            number = float(m.group(1)) * _SCALE[m.group(2).lower()]
+            if number == int(number):
+                return int(number)
+    raise InputError(f"{where}: expected a whole number such as 100000 or '100k', got {value!r}")
+
+
+def is_count(value) -> bool:
+    """True when ``value`` reads as a budget (``"100k"``, ``"500000"``)."""
+    try:
+        parse_count(value, "")
+        return True
+    except InputError:
+        return False
+
+
+def expand(paths: Sequence[Path], accept, what: str) -> list[Path]:
+    """Files named by ``paths``, folders expanded (sorted, recursively) to the files ``accept`` keeps.
+
+    Raises:
+        InputError: for a missing path, or a folder holding no file ``accept`` keeps.
+    """
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory")
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and accept(f))
+            if not found:
+                raise InputError(f"{p}: no {what} found in this folder")
+            out.extend(found)
+        else:
+            out.append(p)
+    if not out:
+        raise InputError(f"no input files given (expected {what})")
+    return out
+
+
+def strip_suffixes(path: Path, suffixes: Iterable[str] = (".gz", ".json", ".npz", ".csv")) -> str:
+    """File stem without the known (possibly stacked) suffixes: ``pong_CNN.json.gz`` -> ``pong_CNN``."""
+    name = path.name
+    changed = True
+    while changed:
+        changed = False
+        for s in suffixes:
+            if name.lower().endswith(s) and len(name) > len(s):
+                name = name[: -len(s)]
+                changed = True
+    return name
+
+
+def type_name(value) -> str:
+    """JSON type name of a Python value, for messages."""
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
+            int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def track(items: Sequence, what: str, min_items: int = 20):
+    """Iterate ``items`` with a transient rich progress bar on stderr (only on a terminal, many items)."""
+    import sys
+
+    if len(items) < min_items or not sys.stderr.isatty():
+        return iter(items)
+    from rich.console import Console
+    from rich.progress import track as rich_track
+
+    return rich_track(items, description=what, console=Console(stderr=True), transient=True)

@@ -1,0 +1,67 @@
+"""Guess the importer of a path from its name and, for JSON, from the shape of its first record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlaudit.errors import InputError
+from rlaudit.importers._common import load_json
+
+TIDY_COLUMNS = {"algorithm", "task", "run", "budget", "score"}
+
+
+def sniff(path: Path) -> str:
+    """Return the importer name for ``path``.
+
+    Raises:
+        InputError: when no format is recognised or several fit; the message asks for ``--format``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_dir():
+        kinds = set()
+        files = [f for f in path.rglob("*") if f.is_file()]
+        if any(f.name == "evaluations.npz" for f in files):
+            kinds.add("zoo")
+        jsons = sorted(f for f in files if f.name.endswith((".json", ".json.gz")) and ".vg." not in f.name
+                       and f.name.lower() not in ("manifest.json",))
+        if jsons:
+            kinds.add(_sniff_json(jsons[0]))
+        if not kinds:
+            raise InputError(f"{path}: no recognised score files in this folder (expected evaluations.npz, Dopamine "
+                             "or rliable .json, curve .json.gz, or a tidy .csv/.parquet)")
+        if len(kinds) > 1:
+            raise InputError(f"{path}: the folder holds several formats ({', '.join(sorted(kinds))}); pass --format")
+        return kinds.pop()
+    name = path.name.lower()
+    if name.endswith(".npz"):
+        return "zoo"
+    if name.endswith(".parquet"):
+        return "tidy"
+    if name.endswith((".csv", ".csv.gz", ".tsv")):
+        from rlaudit.importers._common import read_bytes
+
+        head = read_bytes(path).decode("utf-8", errors="replace").splitlines()
+        header = next((line for line in head if not line.startswith("#")), "")
+        cols = {c.strip().lower() for c in header.split(",")}
+        return "tidy" if TIDY_COLUMNS <= cols else "wide"
+    if name.endswith((".json", ".json.gz")):
+        return _sniff_json(path)
+    raise InputError(f"{path}: cannot tell the format from the name; pass --format "
+                     "(dopamine, rliable, zoo, curves, tidy, wide)")
+
+
+def _sniff_json(path: Path) -> str:
+    data = load_json(path)
+    if isinstance(data, dict):
+        return "rliable"
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        keys = set(data[0])
+        if {"Iteration", "Value", "Agent"} <= keys:
+            return "dopamine"
+        if {"xs", "ys"} <= keys:
+            return "curves"
+        if keys & {"game", "task"} and keys & {"HNS", "eval_average_return"}:
+            return "rliable"
+    raise InputError(f"{path}: JSON of an unrecognised shape; pass --format (dopamine, rliable, curves)")

@@ -1,0 +1,104 @@
+"""Stable-Baselines3 ``EvalCallback`` logs (``evaluations.npz``), in RL Zoo's layout ``logs/<algo>/<env>_<id>/``.
+
+Each ``evaluations.npz`` holds ``timesteps`` (shape ``(n_evals,)``), ``results`` (shape
+``(n_evals, n_episodes)``, episode returns) and ``ep_lengths``. One row per evaluation: budget =
+``timesteps`` (environment steps), score = mean return over the evaluation episodes, score kind ``eval``.
+Algorithm and task come from the path (``<algo>/<env>_<id>``), the run from ``<id>``; options override
+them for a file outside that layout.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rlaudit.errors import InputError
+from rlaudit.importers._common import check_options, expand
+from rlaudit.scores import ScoreMeta, ScoreTable
+
+FILE_NAME = "evaluations.npz"
+OPTIONS = {
+    "algorithm": "algorithm name (default: the folder above the run folder)",
+    "task": "task name (default: the run folder without its _<id> suffix)",
+    "run": "run id (default: the _<id> suffix of the run folder)",
+}
+_RUN_DIR = re.compile(r"^(?P<env>.+)_(?P<id>\d+)$")
+
+
+def parse_run_dir(npz: Path) -> tuple[str, str, str]:
+    """``logs/ppo/CartPole-v1_3/evaluations.npz`` -> ``("ppo", "CartPole-v1", "3")``."""
+    run_dir = npz.parent
+    m = _RUN_DIR.match(run_dir.name)
+    if m:
+        return run_dir.parent.name, m.group("env"), m.group("id")
+    return run_dir.parent.name, run_dir.name, "0"
+
+
+def read_evaluations(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read ``(timesteps (n_evals,), mean score (n_evals,))`` from one ``evaluations.npz``.
+
+    Raises:
+        InputError: for an unreadable/empty file or missing/ill-shaped arrays, naming the file.
+    """
+    if not zipfile.is_zipfile(path):
+        raise InputError(f"{path}: not an .npz file (expected EvalCallback's evaluations.npz)")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{path}: not a readable .npz file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    if not arrays:
+        raise InputError(f"{path}: empty .npz file (no arrays); expected EvalCallback's timesteps and results")
+    if "results" not in arrays:
+        raise InputError(f"{path}: no 'results' array (found {', '.join(sorted(arrays))}); expected EvalCallback's "
+                         "evaluations.npz")
+    if "timesteps" not in arrays:
+        raise InputError(f"{path}: no 'timesteps' array; expected EvalCallback's evaluations.npz")
+    results, steps = arrays["results"], arrays["timesteps"]
+    if results.dtype.kind not in "fiu" or steps.dtype.kind not in "fiu":
+        raise InputError(f"{path}: 'results' and 'timesteps' must be numeric arrays")
+    if results.ndim == 1:
+        results = results[:, None]
+    if results.ndim != 2 or steps.ndim != 1 or results.shape[0] != steps.shape[0]:
+        raise InputError(f"{path}: 'results' has shape {results.shape} but 'timesteps' has shape {steps.shape}; "
+                         "expected (n_evals, n_episodes) and (n_evals,)")
+    if results.shape[0] == 0 or results.shape[1] == 0:
+        raise InputError(f"{path}: 'results' is empty (shape {results.shape})")
+    bad = ~np.isfinite(results)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise InputError(f"{path}: 'results'[{row}, {col}] is not finite ({results[row, col]})")
+    if np.any(np.diff(steps) <= 0):
+        i = int(np.argmax(np.diff(steps) <= 0)) + 1
+        raise InputError(f"{path}: 'timesteps' does not increase at evaluation {i} ({steps[i - 1]} then {steps[i]})")
+    return steps.astype(np.int64), results.astype(np.float64).mean(axis=1)
+
+
+def import_zoo(paths: list[Path], **options) -> ScoreTable:
+    """Import a tree of EvalCallback logs.
+
+    Args:
+        paths: ``evaluations.npz`` files or folders searched recursively for them.
+        **options: see :data:`OPTIONS`.
+
+    Returns:
+        Table with one row per (algorithm, task, run, evaluation); ``budget_unit = "env_steps"``.
+    """
+    check_options(options, OPTIONS, "zoo importer")
+    files = expand(paths, lambda f: f.name == FILE_NAME, f"SB3 evaluation logs ({FILE_NAME})")
+    parts, origin = [], {}
+    for path in files:
+        algo, task, run = parse_run_dir(path)
+        algo, task, run = options.get("algorithm", algo), options.get("task", task), str(options.get("run", run))
+        if (algo, task, run) in origin:
+            raise InputError(f"{path}: run {algo}/{task}/{run} also comes from {origin[algo, task, run]}")
+        origin[algo, task, run] = path
+        steps, score = read_evaluations(path)
+        parts.append(pd.DataFrame({"algorithm": algo, "task": task, "run": run, "budget": steps, "score": score}))
+    meta = ScoreMeta(budget_unit="env_steps", score_kind="eval", source=", ".join(str(p) for p in paths),
+                     notes=("score = mean return over each evaluation's episodes (EvalCallback results)",))
+    return ScoreTable.from_frame(pd.concat(parts, ignore_index=True), meta, where=str(files[0]), line_offset=1)

@@ -1,0 +1,421 @@
+"""Read a protocol file into :class:`~rlaudit.protocol.schema.Protocol`, checking everything on the way.
+
+Two levels:
+
+- :func:`load_protocol` — the file alone: TOML syntax (line and column), unknown keys (did-you-mean), types,
+  budgets, seeds, and the sections owned by other stages (``[data]`` by the importers, ``[normalization]``
+  by the statistics stage, ``[[claims]]`` by the audit stage).
+- :func:`check_runnable` — what needs the registries: algorithm names, hyperparameter names, environment
+  ids, and algorithm/action-space compatibility. Nothing is trained.
+
+Every problem raises :class:`~rlaudit.errors.InputError` whose message starts with the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from rlaudit.errors import InputError, did_you_mean
+from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Evaluation, Protocol, Regime,
+                                     RegimeOverride, Task)
+
+TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
+            "algorithms", "evaluation", "data", "normalization", "audit", "claims")
+RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
+TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
+ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes")
+OVERRIDE_KEYS = ("hyperparams", "policy_kwargs")
+REGIME_KEYS = ("budget", "mode")
+EVAL_KEYS = ("n_eval_episodes", "deterministic", "epsilon", "eval_every", "max_episode_steps", "eval_seed_offset")
+AUDIT_KEYS = ("metric", "budgets", "metrics", "gamma", "reps", "reps_pairwise", "seed", "alpha", "confidence",
+              "interval_method", "correction", "runs_needed_cap", "power")
+METRICS = ("iqm", "median", "mean", "og")
+RESERVED_REGIMES = ("nested",)
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def load_protocol(path: str | os.PathLike) -> Protocol:
+    """Read and check ``path`` (no registry, no environment is touched).
+
+    Raises:
+        InputError: one line naming the file and the field.
+    """
+    p = Path(path)
+    where = str(p)
+    if not p.exists():
+        raise InputError(f"{where}: no such protocol file")
+    if p.is_dir():
+        raise InputError(f"{where}: is a directory, expected a protocol .toml file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: cannot read protocol ({exc})") from None
+    return parse_protocol(text, where, base_dir=p.parent)
+
+
+def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = None) -> Protocol:
+    """Parse protocol ``text`` (from file ``where``); see :func:`load_protocol`."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{where}: TOML syntax error: {exc}") from None
+    _keys(doc, TOP_KEYS, where, "top-level key")
+    version = doc.get("schema_version")
+    if version is None:
+        raise InputError(f"{where}: schema_version: missing; add 'schema_version = {SCHEMA_VERSION}'")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise InputError(f"{where}: schema_version: {version!r} is not supported; this rlaudit reads "
+                         f"schema_version = {SCHEMA_VERSION}")
+    name = _str(doc, "name", where, required=True)
+    if not _SLUG.match(name):
+        raise InputError(f"{where}: name: {name!r} must be a slug (letters, digits, '-', '_', '.')")
+    title = _str(doc, "title", where)
+    description = _str(doc, "description", where)
+    citation = _str(doc, "citation", where)
+
+    unit = "env_steps"
+    if "budget" in doc:
+        b = _table(doc["budget"], f"{where}: budget")
+        _keys(b, ("unit",), f"{where}: budget", "key")
+        unit = _str(b, "unit", f"{where}: budget") or unit
+
+    data = doc.get("data")
+    published = data is not None
+    if published:
+        data = _table(data, f"{where}: data")
+        extra = [k for k in RERUN_KEYS if k in doc]
+        if extra:
+            raise InputError(f"{where}: {extra[0]}: a published protocol ([data]) cannot also define "
+                             f"{', '.join(extra)}; write a separate rerun protocol")
+        _delegate("rlaudit.importers", "check_data_section", data, f"{where}: data")
+        protocol_fields: dict = {}
+    else:
+        missing = [k for k in ("tasks", "algorithms", "regimes", "seeds") if k not in doc]
+        if missing:
+            raise InputError(f"{where}: {missing[0]}: missing; a rerun protocol needs tasks, algorithms, "
+                             f"regimes and seeds (or a [data] section for published results)")
+        if unit != "env_steps":
+            raise InputError(f"{where}: budget.unit: rerun protocols count budgets in 'env_steps', got {unit!r}")
+        protocol_fields = _rerun_fields(doc, where)
+
+    normalization = None
+    if "normalization" in doc:
+        normalization = _table(doc["normalization"], f"{where}: normalization")
+        _delegate("rlaudit.stats.normalize", "parse_normalization", normalization, f"{where}: normalization",
+                  base_dir)
+        _check_references(normalization, protocol_fields.get("tasks", ()), where)
+
+    audit = _audit(doc.get("audit", {}), where)
+    raw_claims = doc.get("claims", [])
+    if not isinstance(raw_claims, list):
+        raise InputError(f"{where}: claims: must be an array of tables ([[claims]])")
+    claims = tuple({**c, "where": f"{where}: claims[{i}]"} if isinstance(c, dict) else c
+                   for i, c in enumerate(raw_claims))
+    _delegate("rlaudit.audit.claims", "parse_claims", list(claims), where)
+
+    if not published:
+        labels = [a.label for a in protocol_fields["algorithms"]]
+        budgets = [r.budget for r in protocol_fields["regimes"]]
+        for i, c in enumerate(raw_claims):
+            for key in ("better", "worse"):
+                if c.get(key) not in labels:
+                    raise InputError(f"{where}: claims[{i}].{key}: unknown algorithm {c.get(key)!r}"
+                                     f"{did_you_mean(str(c.get(key)), labels)}; algorithms: {', '.join(labels)}")
+            for b in _as_list(c.get("budgets")):
+                if b not in budgets:
+                    raise InputError(f"{where}: claims[{i}].budgets: {b} is not a regime budget "
+                                     f"({', '.join(str(x) for x in budgets)})")
+        for b in audit.budgets or ():
+            if b not in budgets:
+                raise InputError(f"{where}: audit.budgets: {b} is not a regime budget "
+                                 f"({', '.join(str(x) for x in budgets)})")
+
+    canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+    return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
+                    description=description, citation=citation, budget_unit=unit, data=data,
+                    normalization=normalization, audit=audit, claims=claims, **protocol_fields)
+
+
+# ------------------------------------------------------------------------------------------- sections
+
+def _rerun_fields(doc: dict, where: str) -> dict:
+    seeds = _seeds(doc["seeds"], f"{where}: seeds")
+    regimes_raw = _table(doc["regimes"], f"{where}: regimes")
+    if not regimes_raw:
+        raise InputError(f"{where}: regimes: no regime given; add e.g. 'low = 10_000' under [regimes]")
+
+    tasks_raw = doc["tasks"]
+    if not isinstance(tasks_raw, list) or not tasks_raw:
+        raise InputError(f"{where}: tasks: must be a non-empty array of tables ([[tasks]])")
+    evaluation = _evaluation(doc.get("evaluation", {}), f"{where}: evaluation")
+    tasks = []
+    for i, t in enumerate(tasks_raw):
+        at = f"{where}: tasks[{i}]"
+        t = _table(t, at)
+        _keys(t, TASK_KEYS, at, "key")
+        tid = _str(t, "id", at, required=True)
+        tasks.append(Task(id=tid, suite=_str(t, "suite", at) or "gymnasium", kwargs=_dict(t, "kwargs", at),
+                          max_episode_steps=_int(t, "max_episode_steps", at, minimum=1)))
+    ids = [t.id for t in tasks]
+    dup = next((x for x in ids if ids.count(x) > 1), None)
+    if dup:
+        raise InputError(f"{where}: tasks: {dup!r} is listed twice")
+
+    algos_raw = doc["algorithms"]
+    if not isinstance(algos_raw, list) or not algos_raw:
+        raise InputError(f"{where}: algorithms: must be a non-empty array of tables ([[algorithms]])")
+    algorithms = []
+    for i, a in enumerate(algos_raw):
+        at = f"{where}: algorithms[{i}]"
+        a = _table(a, at)
+        _keys(a, ALGO_KEYS, at, "key")
+        name = _str(a, "name", at, required=True)
+        overrides = {}
+        for rname, o in _dict(a, "regimes", at).items():
+            oat = f"{at}.regimes.{rname}"
+            if rname not in regimes_raw:
+                raise InputError(f"{oat}: no regime {rname!r} in [regimes]{did_you_mean(rname, regimes_raw)}")
+            o = _table(o, oat)
+            _keys(o, OVERRIDE_KEYS, oat, "key")
+            overrides[rname] = RegimeOverride(hyperparams=_dict(o, "hyperparams", oat),
+                                              policy_kwargs=_dict(o, "policy_kwargs", oat) if "policy_kwargs" in o
+                                              else None)
+        algorithms.append(Algorithm(name=name, label=_str(a, "label", at) or name,
+                                    hyperparams=_dict(a, "hyperparams", at),
+                                    policy_kwargs=_dict(a, "policy_kwargs", at), regimes=overrides))
+    labels = [a.label for a in algorithms]
+    dup = next((x for x in labels if labels.count(x) > 1), None)
+    if dup:
+        raise InputError(f"{where}: algorithms: label {dup!r} is used twice; give each entry its own 'label'")
+
+    overridden = {r for a in algorithms for r in a.regimes}
+    regimes = []
+    for rname, r in regimes_raw.items():
+        at = f"{where}: regimes.{rname}"
+        if not _SLUG.match(rname) or rname in RESERVED_REGIMES:
+            raise InputError(f"{at}: {rname!r} is not a usable regime name (a slug other than 'nested')")
+        if isinstance(r, dict):
+            _keys(r, REGIME_KEYS, at, "key")
+            budget = _int(r, "budget", at, required=True, positive=True)
+            mode = _str(r, "mode", at) or ("separate" if rname in overridden else "nested")
+            if mode not in ("nested", "separate"):
+                raise InputError(f"{at}.mode: {mode!r}{did_you_mean(mode, ['nested', 'separate'])}; "
+                                 f"expected 'nested' or 'separate'")
+            if mode == "nested" and rname in overridden:
+                raise InputError(f"{at}.mode: regime {rname!r} has per-algorithm overrides, so it needs its own "
+                                 f"runs; use mode = 'separate'")
+        else:
+            budget = _budget_value(r, at)
+            mode = "separate" if rname in overridden else "nested"
+        regimes.append(Regime(rname, budget, mode))
+    seen: dict[int, str] = {}
+    for r in regimes:
+        if r.budget in seen:
+            raise InputError(f"{where}: regimes.{r.name}: budget {r.budget} is already regime "
+                             f"{seen[r.budget]!r}; each regime needs its own budget")
+        seen[r.budget] = r.name
+    nested = [r for r in regimes if r.kind == "nested"]
+    for prev, cur in zip(nested, nested[1:]):
+        if cur.budget <= prev.budget:
+            raise InputError(f"{where}: regimes.{cur.name}: budget {cur.budget} is not larger than "
+                             f"regimes.{prev.name} ({prev.budget}); list nested regimes in increasing order")
+    if evaluation.eval_every is not None and evaluation.eval_every > max(r.budget for r in regimes):
+        raise InputError(f"{where}: evaluation.eval_every: {evaluation.eval_every} exceeds the largest budget "
+                         f"({max(r.budget for r in regimes)})")
+    regimes.sort(key=lambda r: r.budget)
+    return {"seeds": seeds, "regimes": tuple(regimes), "tasks": tuple(tasks), "algorithms": tuple(algorithms),
+            "evaluation": evaluation}
+
+
+def _seeds(v, where: str) -> tuple[int, ...]:
+    if isinstance(v, bool):
+        raise InputError(f"{where}: must be a count (e.g. 5) or a list of seeds, got {v!r}")
+    if isinstance(v, int):
+        if v <= 0:
+            raise InputError(f"{where}: need at least one seed, got {v}")
+        return tuple(range(v))
+    if isinstance(v, list):
+        if not v:
+            raise InputError(f"{where}: the seed list is empty; need at least one seed")
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
+            raise InputError(f"{where}: seeds must be non-negative integers, got {v!r}")
+        if len(set(v)) != len(v):
+            raise InputError(f"{where}: seed {next(s for s in v if v.count(s) > 1)} is listed twice")
+        return tuple(v)
+    raise InputError(f"{where}: must be a count (e.g. 5) or a list of seeds, got {type(v).__name__}")
+
+
+def _evaluation(d, where: str) -> Evaluation:
+    d = _table(d, where)
+    _keys(d, EVAL_KEYS, where, "key")
+    n = _int(d, "n_eval_episodes", where, positive=True)
+    det = d.get("deterministic", True)
+    if not isinstance(det, bool):
+        raise InputError(f"{where}.deterministic: must be true or false, got {det!r}")
+    eps = d.get("epsilon", 0.0)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 <= eps <= 1.0:
+        raise InputError(f"{where}.epsilon: must be a number in [0, 1], got {eps!r}")
+    return Evaluation(n_eval_episodes=10 if n is None else n, deterministic=det, epsilon=float(eps),
+                      eval_every=_int(d, "eval_every", where, positive=True),
+                      max_episode_steps=_int(d, "max_episode_steps", where, positive=True),
+                      eval_seed_offset=_int(d, "eval_seed_offset", where, minimum=0) or 10_000)
+
+
+def _audit(d, where: str) -> AuditSection:
+    at = f"{where}: audit"
+    d = _table(d, at)
+    _keys(d, AUDIT_KEYS, at, "key")
+    metric = d.get("metric", "iqm")
+    if metric not in METRICS:
+        raise InputError(f"{at}.metric: unknown metric {metric!r}{did_you_mean(str(metric), METRICS)}; "
+                         f"expected one of {', '.join(METRICS)}")
+    budgets = None
+    if "budgets" in d:
+        budgets = [_budget_value(b, f"{at}.budgets") for b in _as_list(d["budgets"])]
+        if not budgets:
+            raise InputError(f"{at}.budgets: empty list")
+        for prev, cur in zip(budgets, budgets[1:]):
+            if cur <= prev:
+                raise InputError(f"{at}.budgets: {cur} follows {prev}; budgets must be increasing")
+        budgets = tuple(budgets)
+    extra = {k: v for k, v in d.items() if k not in ("metric", "budgets")}
+    return AuditSection(metric=metric, budgets=budgets, extra=extra)
+
+
+def _check_references(norm: dict, tasks, where: str) -> None:
+    """With ``minmax`` references inline, every task of a rerun protocol needs a pair."""
+    refs = norm.get("references")
+    if norm.get("method") == "minmax" and isinstance(refs, dict):
+        for t in tasks:
+            if t.id not in refs:
+                raise InputError(f"{where}: normalization.references: no [low, high] for task {t.id!r}"
+                                 f"{did_you_mean(t.id, refs)}")
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+def _delegate(module: str, func: str, *args) -> None:
+    """Call the owning stage's validator; skip silently only while that stage is not installed."""
+    import importlib
+
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError):
+        return
+    fn(*args)
+
+
+def _keys(d: dict, allowed, where: str, what: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise InputError(f"{where}: unknown {what} {k!r}{did_you_mean(k, allowed)}; expected one of "
+                             f"{', '.join(allowed)}")
+
+
+def _table(v, where: str) -> dict:
+    if not isinstance(v, dict):
+        raise InputError(f"{where}: must be a table, got {type(v).__name__} {v!r}")
+    return v
+
+
+def _str(d: dict, key: str, where: str, required: bool = False) -> str:
+    if key not in d:
+        if required:
+            raise InputError(f"{where}: {key}: missing")
+        return ""
+    v = d[key]
+    if not isinstance(v, str) or (required and not v.strip()):
+        raise InputError(f"{where}: {key}: must be a non-empty string, got {v!r}")
+    return v
+
+
+def _dict(d: dict, key: str, where: str) -> dict:
+    v = d.get(key, {})
+    if not isinstance(v, dict):
+        raise InputError(f"{where}.{key}: must be a table, e.g. {key} = {{ name = value }}, got {v!r}")
+    return dict(v)
+
+
+def _int(d: dict, key: str, where: str, required: bool = False, positive: bool = False,
+         minimum: int | None = None) -> int | None:
+    if key not in d:
+        if required:
+            raise InputError(f"{where}.{key}: missing")
+        return None
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(f"{where}.{key}: must be an integer, got {v!r}")
+    if positive and v <= 0:
+        raise InputError(f"{where}.{key}: must be positive, got {v}")
+    if minimum is not None and v < minimum:
+        raise InputError(f"{where}.{key}: must be at least {minimum}, got {v}")
+    return v
+
+
+def _budget_value(v, where: str) -> int:
+    if isinstance(v, float) and v.is_integer():
+        raise InputError(f"{where}: budget {v!r} must be written as an integer (e.g. 100_000)")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(f"{where}: budget must be a positive integer number of env steps (or a table "
+                         f"{{budget = N, mode = 'separate'}}), got {v!r}")
+    if v <= 0:
+        raise InputError(f"{where}: budget must be positive, got {v}")
+    return v
+
+
+def _as_list(v) -> list:
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
+
+
+# ------------------------------------------------------------------------------------ runnable checks
+
+def check_runnable(protocol: Protocol) -> None:
+    """Check a rerun protocol against the algorithm registry and the environment suites (nothing trains).
+
+    Checks algorithm names, hyperparameter names (base and per-regime), environment ids, and that every
+    algorithm supports every task's action space.
+
+    Raises:
+        InputError: naming the file and the field.
+    """
+    if protocol.is_published:
+        return
+    from rlaudit.algorithms import get_spec
+    from rlaudit.run.envs import action_space_of, check_task
+    from rlaudit.run.spec import TaskSpec
+
+    where = protocol.path
+    spaces = {}
+    for i, t in enumerate(protocol.tasks):
+        ts = TaskSpec(t.id, t.suite, tuple(sorted(t.kwargs.items())),
+                      t.max_episode_steps or protocol.evaluation.max_episode_steps)
+        check_task(ts, f"{where}: tasks[{i}]")
+        try:
+            spaces[t.id] = action_space_of(ts)
+        except InputError:
+            raise
+        except Exception as exc:  # the environment's own constructor rejected the kwargs
+            raise InputError(f"{where}: tasks[{i}]: cannot build {t.id!r} with kwargs {t.kwargs!r}: "
+                             f"{type(exc).__name__}: {exc}") from None
+    for i, a in enumerate(protocol.algorithms):
+        at = f"{where}: algorithms[{i}]"
+        try:
+            spec = get_spec(a.name)
+        except InputError as exc:
+            raise InputError(f"{at}.name: {exc}") from None
+        spec.check_hyperparams(a.hyperparams, f"{at}.hyperparams")
+        for rname, over in a.regimes.items():
+            spec.check_hyperparams(a.settings_for(rname)[0], f"{at}.regimes.{rname}.hyperparams")
+        for t in protocol.tasks:
+            if not spec.supports(spaces[t.id]):
+                raise InputError(f"{at}: {a.name} supports {', '.join(sorted(spec.action_spaces))} action spaces, "
+                                 f"but task {t.id!r} has a {type(spaces[t.id]).__name__} action space "
+                                 f"({spaces[t.id]})")

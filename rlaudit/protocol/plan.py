@@ -1,0 +1,126 @@
+"""The planner: a protocol becomes training runs.
+
+For every (task, algorithm, seed):
+
+- one **nested** run trained to the largest nested budget and evaluated at every nested budget from inside
+  training (cost: the largest budget, not the sum), id ``task__label__seed__nested``;
+- one **separate** run per separate regime, trained for that regime's budget with the algorithm's
+  settings for that regime (schedules scaled to it), id ``task__label__seed__<regime>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlaudit.errors import InputError, did_you_mean
+from rlaudit.protocol.schema import Protocol
+from rlaudit.run.spec import AlgoSpec, EvalSpec, RunSpec, TaskSpec
+
+
+@dataclass(frozen=True)
+class BudgetLabel:
+    """What a budget of the score table is: which regime, read from which kind of run."""
+
+    regime: str
+    """Regime name."""
+    budget: int
+    """Budget in env steps."""
+    regime_kind: str
+    """``nested`` (anytime reading of the run trained to the largest nested budget) or ``separate``."""
+    run_regime: str
+    """Regime part of the run ids that serve this budget (``nested`` or the regime's name)."""
+
+    def to_dict(self) -> dict:
+        """``{budget, regime, regime_kind}`` (the audit's ``budget_labels`` entry)."""
+        return {"budget": self.budget, "regime": self.regime, "regime_kind": self.regime_kind}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The runs a protocol asks for."""
+
+    protocol: Protocol
+    """The protocol planned."""
+    runs: tuple[RunSpec, ...]
+    """Every run, in a stable order (task, algorithm, seed, regime)."""
+    labels: tuple[BudgetLabel, ...]
+    """One per regime, ascending by budget."""
+
+    @property
+    def total_env_steps(self) -> int:
+        """Env steps summed over all runs."""
+        return sum(r.total_steps for r in self.runs)
+
+    def select(self, only: dict[str, list[str]] | None) -> tuple[RunSpec, ...]:
+        """Runs matching ``only`` (``{"algo": [...], "task": [...], "seed": [...], "regime": [...]}``)."""
+        if not only:
+            return self.runs
+        out = []
+        for r in self.runs:
+            values = {"algo": r.algorithm.label, "task": r.task.id, "seed": str(r.seed), "regime": r.regime}
+            if all(values[k] in v for k, v in only.items()):
+                out.append(r)
+        return tuple(out)
+
+
+def run_id(task: str, label: str, seed: int, regime: str) -> str:
+    """Deterministic run id ``task__label__seed__regime``."""
+    return f"{task}__{label}__{seed}__{regime}"
+
+
+def plan(protocol: Protocol) -> Plan:
+    """Turn a rerun protocol into :class:`~rlaudit.run.spec.RunSpec` objects."""
+    if protocol.is_published:
+        raise InputError(f"{protocol.path}: a published protocol ([data]) has nothing to run; use "
+                         f"'rlaudit audit {protocol.path}'")
+    ev = protocol.evaluation
+    nested = protocol.nested
+    runs = []
+    for t in protocol.tasks:
+        task = TaskSpec(t.id, t.suite, tuple(sorted(t.kwargs.items())), t.max_episode_steps or ev.max_episode_steps)
+        for a in protocol.algorithms:
+            for seed in protocol.seeds:
+                evs = EvalSpec(ev.n_eval_episodes, ev.deterministic, ev.epsilon, ev.eval_every,
+                               seed + ev.eval_seed_offset)
+                if nested:
+                    hp, pk = a.settings_for(None)
+                    runs.append(RunSpec(run_id(t.id, a.label, seed, "nested"), protocol.hash, task,
+                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
+                                        seed, tuple(r.budget for r in nested), evs, "nested", "nested"))
+                for r in protocol.separate:
+                    hp, pk = a.settings_for(r.name)
+                    runs.append(RunSpec(run_id(t.id, a.label, seed, r.name), protocol.hash, task,
+                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
+                                        seed, (r.budget,), evs, "separate", r.name))
+    labels = tuple(BudgetLabel(r.name, r.budget, r.kind, "nested" if r.kind == "nested" else r.name)
+                   for r in protocol.regimes)
+    return Plan(protocol, tuple(runs), labels)
+
+
+ONLY_KEYS = ("algo", "task", "seed", "regime")
+
+
+def parse_only(text: str | None, plan_: Plan) -> dict[str, list[str]] | None:
+    """Parse ``--only algo=PPO,task=CartPole-v1`` (repeat a key to allow several values).
+
+    Raises:
+        InputError: unknown key or a value that matches no run.
+    """
+    if not text:
+        return None
+    only: dict[str, list[str]] = {}
+    for part in text.split(","):
+        if "=" not in part:
+            raise InputError(f"--only: expected key=value pairs like 'algo=PPO,task=CartPole-v1', got {part!r}")
+        k, v = (s.strip() for s in part.split("=", 1))
+        if k not in ONLY_KEYS:
+            raise InputError(f"--only: unknown key {k!r}{did_you_mean(k, ONLY_KEYS)}; use {', '.join(ONLY_KEYS)}")
+        only.setdefault(k, []).append(v)
+    known = {"algo": {r.algorithm.label for r in plan_.runs}, "task": {r.task.id for r in plan_.runs},
+             "seed": {str(r.seed) for r in plan_.runs}, "regime": {r.regime for r in plan_.runs}}
+    for k, vs in only.items():
+        for v in vs:
+            if v not in known[k]:
+                raise InputError(f"--only: no run has {k}={v!r}{did_you_mean(v, known[k])}; "
+                                 f"choose from {', '.join(sorted(known[k]))}")
+    return only

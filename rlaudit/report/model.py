@@ -1,0 +1,506 @@
+"""Report data objects, built from an ``audit.json`` document (schema in ``docs/audit-json.md``).
+
+The report stage never recomputes statistics: every number shown comes from the audit document. This
+module reads the document, checks that the keys the report needs are there (one clear error naming the
+key otherwise), and arranges the numbers into plain objects that the templates and plots consume. The
+only derived quantities are presentational: human-readable budgets, the order of findings in the verdict,
+and the expected rank and its central range read off ``rank_distribution``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rlaudit.errors import InputError
+
+SCHEMA_VERSION = 1
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("verdict", "Verdict"),
+    ("setup", "Setup and provenance"),
+    ("aggregates", "Aggregate performance per budget"),
+    ("budget-curves", "Performance vs budget"),
+    ("rankings", "Rankings across budgets"),
+    ("claims", "Claims"),
+    ("profiles", "Score distributions"),
+    ("checklist", "Methodology checklist"),
+    ("per-task", "Per-task detail"),
+)
+"""(anchor, heading) of every report section, in the order they appear in every format."""
+
+METRIC_NAMES = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "Optimality gap"}
+LOWER_IS_BETTER = frozenset({"og"})
+
+UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
+              "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
+
+
+# --------------------------------------------------------------------------------------------- formatting
+def format_budget(budget: int | float, unit: str | None = None) -> str:
+    """Format a budget for humans: ``100000 -> "100k"``, ``200000000 -> "200M"``, ``1500000 -> "1.5M"``.
+
+    Args:
+        budget: the budget in its unit (integer in ``audit.json``).
+        unit: budget unit (``"frames"``); appended in words when given.
+    """
+    b = float(budget)
+    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(b) >= scale:
+            v = b / scale
+            text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
+            break
+    return f"{text} {unit_name(unit)}" if unit else text
+
+
+def unit_name(unit: str | None) -> str:
+    """Budget unit in words (``env_steps -> "environment steps"``)."""
+    if not unit:
+        return ""
+    return UNIT_NAMES.get(unit, unit.replace("_", " "))
+
+
+def format_number(x: float | None) -> str:
+    """Format a score or metric with precision adapted to its magnitude (``None``/NaN -> ``"–"``)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:.0f}"
+    if a >= 100:
+        return f"{x:.1f}"
+    if a >= 10:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def format_interval(point: float | None, lo: float | None, hi: float | None) -> str:
+    """``"0.412 [0.371, 0.450]"``."""
+    return f"{format_number(point)} [{format_number(lo)}, {format_number(hi)}]"
+
+
+def format_p(p: float | None) -> str:
+    """A p-value or probability: ``"<0.001"`` below 0.001, three decimals otherwise."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def metric_name(metric: str) -> str:
+    """``"iqm" -> "IQM"``."""
+    return METRIC_NAMES.get(metric, metric)
+
+
+# --------------------------------------------------------------------------------------------- objects
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its confidence interval."""
+
+    point: float | None
+    lo: float | None
+    hi: float | None
+
+    def __str__(self) -> str:
+        return format_interval(self.point, self.lo, self.hi)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the verdict, most important first."""
+
+    kind: str
+    """``inversion``, ``claim-fails``, ``claim-undecided``, ``undecided``, ``claim-holds``, ``checklist``, ``info``."""
+    text: str
+    severity: str = "info"
+    """``critical`` (changes the conclusion), ``warning`` or ``info``."""
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """A pairwise decision at one budget (``a`` vs ``b``, ``diff = metric(a) - metric(b)``)."""
+
+    budget: int
+    a: str
+    b: str
+    metric: str
+    decision: str
+    diff: Interval
+    p_value: float | None
+    p_adjusted: float | None
+    p_improvement: Interval
+    runs_needed: int | None
+    runs_needed_capped: bool
+
+    @property
+    def winner(self) -> str | None:
+        """The better algorithm, or ``None`` when inconclusive."""
+        return {"a>b": self.a, "b>a": self.b}.get(self.decision)
+
+    def decision_text(self) -> str:
+        """``"A > B"``, ``"B > A"`` or ``"inconclusive"``."""
+        if self.decision == "a>b":
+            return f"{self.a} > {self.b}"
+        if self.decision == "b>a":
+            return f"{self.b} > {self.a}"
+        return "inconclusive"
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """Rank of one algorithm at one budget, read off the bootstrap rank distribution (1 = best)."""
+
+    budget: int
+    algorithm: str
+    probs: tuple[float, ...]
+    expected: float
+    lo: int
+    hi: int
+    modal: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows, in the order it shows it. Built by :func:`build_model`."""
+
+    title: str
+    audit: dict
+    """The audit document itself (written out unchanged as ``audit.json``)."""
+    algorithms: tuple[str, ...]
+    tasks: tuple[str, ...]
+    budgets: tuple[int, ...]
+    budget_unit: str
+    metric: str
+    metrics: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    summary: dict
+    setup: tuple[tuple[str, str], ...]
+    aggregates: dict
+    """``{(budget, algorithm, metric): Interval}``."""
+    orderings: tuple[Ordering, ...]
+    inversions: tuple[dict, ...]
+    crossovers: tuple[dict, ...]
+    metric_sensitivity: tuple[dict, ...]
+    ranks: dict
+    """``{(budget, algorithm): RankSummary}`` (empty when the audit has no rank distribution)."""
+    profiles: dict
+    """``{(budget, algorithm): dict(taus, fraction, lo, hi)}``."""
+    claims: tuple[dict, ...]
+    checklist: tuple[dict, ...]
+    runs_needed: tuple[Ordering, ...]
+    """Inconclusive orderings with an estimate of the runs needed, most runs last."""
+    per_task: dict
+    """``{budget: [(task, {algorithm: dict(n_runs, mean, lo, hi)})]}``."""
+    budgets_of_interest: tuple[int, ...] = ()
+    sections: tuple[tuple[str, str], ...] = SECTIONS
+    extra: dict = field(default_factory=dict)
+
+    def budget(self, b: int, unit: bool = False) -> str:
+        """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
+        return format_budget(b, self.budget_unit if unit else None)
+
+    @property
+    def unit(self) -> str:
+        """Budget unit in words."""
+        return unit_name(self.budget_unit)
+
+    def orderings_at(self, budget: int) -> list[Ordering]:
+        """Orderings at one budget, in algorithm order."""
+        return [o for o in self.orderings if o.budget == budget]
+
+    def ordering(self, budget: int, a: str, b: str) -> Ordering | None:
+        """The ordering of ``a`` vs ``b`` at ``budget`` (either orientation), or ``None``."""
+        for o in self.orderings:
+            if o.budget == budget and {o.a, o.b} == {a, b}:
+                return o
+        return None
+
+
+# --------------------------------------------------------------------------------------------- building
+def _require(doc: dict, key: str, where: str, kind: type | tuple = (list, dict)):
+    if key not in doc:
+        raise InputError(f"{where}: missing key {key!r} (is this an rlaudit audit.json?)")
+    value = doc[key]
+    if not isinstance(value, kind):
+        raise InputError(f"{where}: key {key!r} has type {type(value).__name__}, expected "
+                         f"{getattr(kind, '__name__', None) or ' or '.join(k.__name__ for k in kind)}")
+    return value
+
+
+def _float(x):
+    return None if x is None else float(x)
+
+
+def _rank_summary(budget: int, algorithm: str, probs: list[float]) -> RankSummary:
+    p = [float(v) for v in probs]
+    total = sum(p) or 1.0
+    p = [v / total for v in p]
+    expected = sum((k + 1) * v for k, v in enumerate(p))
+    cum, lo, hi = 0.0, None, len(p)
+    for k, v in enumerate(p):
+        cum += v
+        if lo is None and cum > 0.025:
+            lo = k + 1
+        if cum >= 0.975:
+            hi = k + 1
+            break
+    modal = max(range(len(p)), key=lambda k: p[k]) + 1
+    return RankSummary(budget, algorithm, tuple(p), expected, lo or 1, hi, modal)
+
+
+def build_model(audit: dict, title: str | None = None, where: str = "audit.json") -> Report:
+    """Arrange an audit document into a :class:`Report`.
+
+    Args:
+        audit: the ``audit.json`` document (``AuditResult.to_dict()``).
+        title: report title; defaults to the source's title, protocol or path.
+        where: name of the document in error messages.
+
+    Raises:
+        InputError: when the document is not an audit result this report can read.
+    """
+    if not isinstance(audit, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(audit).__name__}")
+    version = audit.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(f"{where}: schema_version {version!r} is not supported (this rlaudit reads "
+                         f"schema_version {SCHEMA_VERSION})")
+    data = _require(audit, "data", where, dict)
+    settings = _require(audit, "settings", where, dict)
+    algorithms = tuple(str(a) for a in _require(data, "algorithms", f"{where}: data", list))
+    tasks = tuple(str(t) for t in _require(data, "tasks", f"{where}: data", list))
+    budgets = tuple(int(b) for b in _require(data, "budgets", f"{where}: data", list))
+    unit = str(data.get("budget_unit") or "")
+    metric = str(settings.get("metric", "iqm"))
+    metrics = tuple(settings.get("metrics") or (metric,))
+    source = audit.get("source") or {}
+
+    if title is None:
+        title = source.get("title") or source.get("protocol") or source.get("path") or "rlaudit report"
+        title = f"Audit: {title}"
+
+    aggregates = {}
+    for i, row in enumerate(_require(audit, "aggregates", where, list)):
+        try:
+            aggregates[(int(row["budget"]), str(row["algorithm"]), str(row["metric"]))] = Interval(
+                _float(row["point"]), _float(row.get("lo")), _float(row.get("hi")))
+        except KeyError as exc:
+            raise InputError(f"{where}: aggregates[{i}] lacks key {exc.args[0]!r}") from None
+
+    orderings = []
+    for i, row in enumerate(_require(audit, "orderings", where, list)):
+        try:
+            orderings.append(Ordering(
+                budget=int(row["budget"]), a=str(row["a"]), b=str(row["b"]), metric=str(row.get("metric", metric)),
+                decision=str(row["decision"]),
+                diff=Interval(_float(row.get("diff_point")), _float(row.get("diff_lo")), _float(row.get("diff_hi"))),
+                p_value=_float(row.get("p_value")), p_adjusted=_float(row.get("p_adjusted")),
+                p_improvement=Interval(_float(row.get("p_improvement")), _float(row.get("p_improvement_lo")),
+                                       _float(row.get("p_improvement_hi"))),
+                runs_needed=None if row.get("runs_needed") is None else int(row["runs_needed"]),
+                runs_needed_capped=bool(row.get("runs_needed_capped", False))))
+        except KeyError as exc:
+            raise InputError(f"{where}: orderings[{i}] lacks key {exc.args[0]!r}") from None
+        if orderings[-1].decision not in ("a>b", "b>a", "inconclusive"):
+            raise InputError(f"{where}: orderings[{i}].decision is {row['decision']!r}, expected "
+                             "'a>b', 'b>a' or 'inconclusive'")
+
+    ranks = {}
+    for row in audit.get("rank_distribution") or []:
+        if row.get("metric", metric) != metric:
+            continue
+        s = _rank_summary(int(row["budget"]), str(row["algorithm"]), row["probs"])
+        ranks[(s.budget, s.algorithm)] = s
+    profiles = {(int(r["budget"]), str(r["algorithm"])): r for r in audit.get("profiles") or []}
+
+    per_task_rows: dict = defaultdict(lambda: defaultdict(dict))
+    for row in audit.get("per_task") or []:
+        per_task_rows[int(row["budget"])][str(row["task"])][str(row["algorithm"])] = row
+    task_order = {t: i for i, t in enumerate(tasks)}
+    per_task = {b: sorted(per_task_rows[b].items(), key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))
+                for b in budgets if b in per_task_rows}
+
+    claims = tuple(audit.get("claims") or ())
+    checklist = tuple(audit.get("checklist") or ())
+    inversions = tuple(audit.get("inversions") or ())
+    crossovers = tuple(audit.get("crossovers") or ())
+    runs_needed = tuple(sorted((o for o in orderings if o.decision == "inconclusive" and o.metric == metric),
+                               key=lambda o: (o.runs_needed_capped, o.runs_needed is None,
+                                              o.runs_needed or 0, o.budget)))
+
+    interest = settings.get("budgets_of_interest") or data.get("budgets_of_interest")
+    if not interest:
+        interest = sorted({int(b) for c in claims for b in (c.get("budgets") or [])})
+    budgets_of_interest = tuple(int(b) for b in interest if int(b) in budgets)
+    if set(budgets_of_interest) == set(budgets):
+        budgets_of_interest = ()  # marking every budget marks nothing
+
+    def human(text: str) -> str:
+        """Budgets written as raw integers inside audit sentences, in human form (10000000 -> 10M)."""
+        return re.sub(r"\b\d{4,}\b", lambda m: format_budget(int(m.group())) if int(m.group()) in budgets
+                      else m.group(), str(text))
+
+    claims = tuple({**c, "overall_text": human(c.get("overall", ""))} for c in claims)
+
+    main = [o for o in orderings if o.metric == metric]
+    summary = {
+        "n_orderings": len(main),
+        "n_decided": sum(o.decision != "inconclusive" for o in main),
+        "n_confirmed_inversions": sum(i.get("kind") == "confirmed" for i in inversions),
+        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in ("holds", "fails", "undecided")},
+    }
+    report = Report(
+        title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
+        metric=metric, metrics=metrics, findings=(), summary=summary, setup=(), aggregates=aggregates,
+        orderings=tuple(orderings), inversions=inversions, crossovers=crossovers,
+        metric_sensitivity=tuple(audit.get("metric_sensitivity") or ()), ranks=ranks, profiles=profiles,
+        claims=claims, checklist=checklist, runs_needed=runs_needed, per_task=per_task,
+        budgets_of_interest=budgets_of_interest)
+    object.__setattr__(report, "findings", tuple(_findings(report)))
+    object.__setattr__(report, "setup", tuple(_setup(report)))
+    return report
+
+
+def _claim_status(claim: dict) -> str:
+    """``holds`` (every budget), ``fails`` (reversed somewhere) or ``undecided`` (anything else)."""
+    verdicts = [p.get("verdict") for p in claim.get("per_budget") or []]
+    if verdicts and all(v == "holds" for v in verdicts):
+        return "holds"
+    if any(v == "reversed" for v in verdicts):
+        return "fails"
+    return "undecided"
+
+
+def claim_status(claim: dict) -> str:
+    """Public alias of the claim summary used in the verdict and the claims table."""
+    return _claim_status(claim)
+
+
+def _pair_text(report: Report, decision: str, a: str, b: str) -> str:
+    return {"a>b": f"{a} > {b}", "b>a": f"{b} > {a}"}.get(decision, "undecided")
+
+
+def _findings(r: Report) -> list[Finding]:
+    out: list[Finding] = []
+    m = metric_name(r.metric)
+    confirmed: dict = {}
+    for inv in r.inversions:
+        if inv.get("kind") == "confirmed":
+            confirmed.setdefault((inv["a"], inv["b"], inv.get("metric", r.metric)), []).append(inv)
+    for (a, b, metric), invs in confirmed.items():
+        budgets = sorted({int(i["budget_low"]) for i in invs} | {int(i["budget_high"]) for i in invs})
+        by_decision: dict = {}
+        for bud in budgets:
+            o = r.ordering(bud, a, b) if metric == r.metric else None
+            dec = next((i["decision_low"] for i in invs if int(i["budget_low"]) == bud), None)
+            dec = dec or next((i["decision_high"] for i in invs if int(i["budget_high"]) == bud), None)
+            if o is not None:
+                dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
+            by_decision.setdefault(dec, []).append(r.budget(bud))
+        parts = [f"{_pair_text(r, d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
+        out.append(Finding("inversion", f"Ranking inversion ({metric_name(metric)}): " + "; ".join(parts) + ".",
+                           "critical"))
+    for c in r.claims:
+        status = _claim_status(c)
+        if status == "fails":
+            rev = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "reversed"]
+            held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
+            tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
+            out.append(Finding("claim-fails", f"Claim \u201c{c.get('text')}\u201d fails: reversed at "
+                               f"{_join(rev)} {r.unit}{tail}.", "critical"))
+    for c in r.claims:
+        if _claim_status(c) == "undecided":
+            held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
+            where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
+            out.append(Finding("claim-undecided", f"Claim \u201c{c.get('text')}\u201d is undecided: {where}.",
+                               "warning"))
+    lost = [i for i in r.inversions if i.get("kind") == "lost"]
+    unconfirmed = [i for i in r.inversions if i.get("kind") == "unconfirmed"]
+    if lost or unconfirmed:
+        pairs = sorted({f"{i['a']} vs {i['b']}" for i in lost + unconfirmed})
+        shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
+        out.append(Finding("inversion", (
+            f"{len(lost)} budget pair(s) where an ordering is decided at one budget but not the other (lost) and "
+            f"{len(unconfirmed)} where only the point estimates swap (unconfirmed), involving {shown}: "
+            "these conclusions do not carry over between budgets."), "warning"))
+    n, k = r.summary["n_orderings"], r.summary["n_decided"]
+    undecided = [o for o in r.orderings if o.metric == r.metric and o.decision == "inconclusive"]
+    if undecided:
+        pairs = sorted({f"{o.a} vs {o.b}" for o in undecided})
+        shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
+        out.append(Finding("undecided", f"{len(undecided)} of {n} pairwise orderings ({m}) are undecided after "
+                           f"error control, involving {len(pairs)} pair(s): {shown}.", "warning"))
+    for c in r.claims:
+        if _claim_status(c) == "holds":
+            out.append(Finding("claim-holds", f"Claim \u201c{c.get('text')}\u201d holds at every audited budget.",
+                               "info"))
+    for item in r.checklist:
+        if item.get("severity") == "warning":
+            out.append(Finding("checklist", str(item.get("message", "")), "warning"))
+    out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
+                          f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
+                          f"({_join([r.budget(b) for b in r.budgets])} {r.unit}).", "info"))
+    # keep the headline first, then the rest by severity (stable within a severity)
+    rank = {"critical": 0, "warning": 1, "info": 2}
+    head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))
+    return [head, *rest]
+
+
+def _join(items: list[str]) -> str:
+    items = [str(i) for i in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _setup(r: Report) -> list[tuple[str, str]]:
+    a, data, s = r.audit, r.audit["data"], r.audit["settings"]
+    src = a.get("source") or {}
+    rows: list[tuple[str, str]] = []
+    rows.append(("Source", str(src.get("path") or "–")))
+    if src.get("protocol"):
+        rows.append(("Protocol", str(src["protocol"])))
+    if src.get("citation"):
+        rows.append(("Citation", str(src["citation"])))
+    rows.append((f"Algorithms ({len(r.algorithms)})", ", ".join(r.algorithms)))
+    shown = ", ".join(r.tasks[:12]) + (f", … ({len(r.tasks) - 12} more)" if len(r.tasks) > 12 else "")
+    rows.append((f"Tasks ({len(r.tasks)})", shown))
+    runs = defaultdict(list)
+    for d in data.get("design") or []:
+        runs[str(d["algorithm"])].append(int(d["n_runs"]))
+    if runs:
+        parts = []
+        for alg in r.algorithms:
+            ns = runs.get(alg, [])
+            if ns:
+                parts.append(f"{alg}: {min(ns)}" if min(ns) == max(ns) else f"{alg}: {min(ns)}–{max(ns)}")
+        rows.append(("Runs per task", "; ".join(parts)))
+    rows.append(("Budgets", ", ".join(r.budget(b) for b in r.budgets) + f" {r.unit}"
+                 + f" ({', '.join(f'{b:,}' for b in r.budgets)})"))
+    labels = data.get("budget_labels") or []
+    if labels:
+        rows.append(("Regimes", "; ".join(f"{r.budget(int(l['budget']))}: {l.get('regime')} ({l.get('regime_kind')})"
+                                          for l in labels)))
+    rows.append(("Score kind", {"eval": "evaluation episodes", "train": "returns logged during training",
+                                "mixed": "mixed (evaluation and training returns)"}.get(
+                                    data.get("score_kind"), str(data.get("score_kind")))))
+    rows.append(("Normalisation", str(s.get("normalization") or data.get("normalization") or "none")))
+    if data.get("eval_protocol"):
+        rows.append(("Evaluation protocol", str(data["eval_protocol"])))
+    rows.append(("Deciding metric", f"{metric_name(r.metric)} (also reported: "
+                 f"{', '.join(metric_name(m) for m in r.metrics if m != r.metric) or 'none'})"))
+    rows.append(("Bootstrap", f"stratified over runs within tasks; {s.get('reps', '–')} replicates for aggregates "
+                 f"and differences, {s.get('reps_pairwise', '–')} for probability of improvement, profiles, "
+                 f"ranks and per-task intervals; {s.get('interval_method', 'percentile')} intervals at "
+                 f"{s.get('confidence', 0.95)}; seed {s.get('seed', '–')}"))
+    first = str(s.get("correction_description") or "").split(": ")[0].split(". ")[0].rstrip(".")
+    rows.append(("Error control", f"family-wise α = {s.get('alpha', '–')}, {s.get('correction', '–')}"
+                 + (f" ({first}; details in audit.json settings.correction_description)" if first else "")))
+    if s.get("runs_needed_method"):
+        rows.append(("Runs needed", f"{s['runs_needed_method']} (cap {s.get('runs_needed_cap', '–')})"))
+    for note in data.get("notes") or []:
+        rows.append(("Note", str(note)))
+    rows.append(("Versions", f"rlaudit {a.get('rlaudit_version', '–')}; audit created {a.get('created', '–')}"))
+    return rows

@@ -1,0 +1,299 @@
+"""The driver: plans a protocol, owns the store (the single writer), hands runs to an executor, shows
+progress and prints the summary. Resume is the default: finished runs are skipped, unfinished ones (a
+killed or interrupted driver, a failure) restart from scratch."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from rlaudit.errors import RunFailed
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
+
+# Env steps per second of one run on one core, measured on the development machine (2 quiet cores, torch
+# 1 thread, CartPole-v1/Acrobot-v1 with default hyperparameters, evaluation included). Used by
+# `rlaudit validate` until runs on this machine have measured their own (see throughput_cache()).
+REFERENCE_STEPS_PER_S: dict[str, float] = {
+    "PPO": 1400.0, "A2C": 1300.0, "DQN": 1600.0, "QR-DQN": 1300.0, "TRPO": 1300.0, "ARS": 3000.0,
+    "SAC": 120.0, "TD3": 200.0, "DDPG": 220.0, "TQC": 90.0, "CrossQ": 150.0,
+}
+_DEFAULT_STEPS_PER_S = 500.0
+_SUITE_FACTOR = {"gymnasium": 1.0, "minatar": 0.5, "atari": 0.15}
+
+
+def throughput_cache() -> Path:
+    """File where drivers record measured steps/s per (algorithm, suite) on this machine."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "rlaudit" / "throughput.json"
+
+
+def _read_throughput() -> dict[str, float]:
+    try:
+        return {k: float(v) for k, v in json.loads(throughput_cache().read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _write_throughput(measured: dict[str, list[float]]) -> None:
+    if not measured:
+        return
+    cache = _read_throughput()
+    for key, rates in measured.items():
+        rates = sorted(rates)
+        cache[key] = rates[len(rates) // 2]
+    try:
+        from rlaudit.io import atomic_write_text
+
+        atomic_write_text(throughput_cache(), json.dumps(cache, indent=1, sort_keys=True))
+    except Exception:  # a cache is never worth failing a sweep for
+        pass
+
+
+def rate_of(spec: RunSpec, cache: dict[str, float]) -> float:
+    """Env steps per second of one run of ``spec``'s algorithm and suite (measured here, else reference)."""
+    key = f"{spec.algorithm.name}/{spec.task.suite}"
+    if key in cache:
+        return cache[key]
+    return REFERENCE_STEPS_PER_S.get(spec.algorithm.name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(spec.task.suite, 1.0)
+
+
+def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str]:
+    """Wall-time estimate for ``specs`` on ``workers`` workers, and where the rates come from."""
+    cache = _read_throughput()
+    total = 0.0
+    sources = set()
+    for s in specs:
+        sources.add("measured on this machine" if f"{s.algorithm.name}/{s.task.suite}" in cache
+                    else "reference rates of a 2-core development machine")
+        total += s.total_steps / rate_of(s, cache)
+    n = max(1, min(workers, len(specs)))
+    longest = max((s.total_steps / rate_of(s, cache) for s in specs), default=0.0)
+    return max(total / n, longest), " and ".join(sorted(sources))
+
+
+def format_duration(seconds: float) -> str:
+    """``3 h 05 min``, ``12 min 04 s``, ``42 s``."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+@dataclass
+class Summary:
+    """What one ``rlaudit run`` did."""
+
+    total: int = 0
+    """Runs selected."""
+    skipped: int = 0
+    """Already done in the store when the driver started."""
+    done: int = 0
+    """Finished by this driver."""
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """``(run_id, last traceback line)`` of runs that failed."""
+    interrupted: int = 0
+    """Unfinished runs discarded by Ctrl-C."""
+    wall_time: float = 0.0
+    """Seconds."""
+    env_steps: int = 0
+    """Env steps trained by this driver (finished runs)."""
+
+
+class Driver:
+    """The :class:`~rlaudit.run.executors.EventSink`: writes the store, updates progress, keeps the summary."""
+
+    def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary):
+        self.store = store
+        self.specs = {s.run_id: s for s in specs}
+        self.console = console
+        self.summary = summary
+        self.running: dict[str, tuple[str, int]] = {}  # run_id -> (worker, env steps so far)
+        self.measured: dict[str, list[float]] = {}
+        self.steps_done = 0
+        self._progress: Progress | None = None
+        self._overall: TaskID | None = None
+        self._worker_tasks: dict[str, TaskID] = {}
+
+    # ----------------------------------------------------------------------------------- progress display
+    def __enter__(self) -> Driver:
+        if self.console.is_terminal:
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=30),
+                                      TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                                      TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
+                                      refresh_per_second=4)
+            total_steps = sum(s.total_steps for s in self.specs.values())
+            self._overall = self._progress.add_task(self._overall_text(), total=total_steps, info="")
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _overall_text(self) -> str:
+        n = self.summary.done + len(self.summary.failed)
+        return f"runs {n}/{len(self.specs)}"
+
+    def _refresh(self) -> None:
+        if self._progress is None:
+            return
+        live = sum(steps for _, steps in self.running.values())
+        done = self.steps_done + live
+        self._progress.update(self._overall, completed=done, description=self._overall_text(),
+                              info=f"{done:,} env steps")
+
+    def _worker_task(self, worker: str) -> TaskID | None:
+        if self._progress is None:
+            return None
+        if worker not in self._worker_tasks:
+            self._worker_tasks[worker] = self._progress.add_task(f"  {worker}", total=1, info="")
+        return self._worker_tasks[worker]
+
+    @staticmethod
+    def _describe(spec: RunSpec) -> str:
+        return f"{spec.algorithm.label} {spec.task.id} seed {spec.seed} [{spec.regime}]"
+
+    # --------------------------------------------------------------------------------------- EventSink
+    def started(self, run_id: str, worker: str) -> None:
+        self.store.started(run_id, worker)
+        self.running[run_id] = (worker, 0)
+        task = self._worker_task(worker)
+        if task is not None:
+            spec = self.specs[run_id]
+            self._progress.reset(task, total=spec.total_steps, completed=0, info=escape(self._describe(spec)))
+        self._refresh()
+
+    def record(self, rec: EvalRecord) -> None:
+        self.store.record(rec)
+        self.progress(rec.run_id, rec.env_steps)
+
+    def progress(self, run_id: str, env_steps: int) -> None:
+        if run_id not in self.running:
+            return
+        worker, _ = self.running[run_id]
+        self.running[run_id] = (worker, min(env_steps, self.specs[run_id].total_steps))
+        task = self._worker_tasks.get(worker)
+        if task is not None:
+            self._progress.update(task, completed=env_steps)
+        self._refresh()
+
+    def _end(self, run_id: str) -> None:
+        worker, _ = self.running.pop(run_id, (None, 0))
+        self.steps_done += self.specs[run_id].total_steps
+        task = self._worker_tasks.get(worker) if worker else None
+        if task is not None:
+            self._progress.reset(task, total=1, completed=0, info="idle")
+
+    def finished(self, result: RunResult) -> None:
+        self.store.finished(result)
+        spec = self.specs[result.run_id]
+        self._end(result.run_id)
+        self.summary.done += 1
+        self.summary.env_steps += result.env_steps
+        if result.wall_time > 0:
+            self.measured.setdefault(f"{spec.algorithm.name}/{spec.task.suite}", []).append(
+                result.env_steps / result.wall_time)
+        if self._progress is None:
+            n = self.summary.done + len(self.summary.failed)
+            self.console.print(f"[{n}/{len(self.specs)}] done   {self._describe(spec)} "
+                               f"({result.wall_time:.1f} s)", highlight=False, markup=False, soft_wrap=True)
+        self._refresh()
+
+    def failed(self, run_id: str, error: str) -> None:
+        self.store.failed(run_id, error)
+        spec = self.specs[run_id]
+        self._end(run_id)
+        last = (error.strip().splitlines() or [""])[-1]
+        self.summary.failed.append((run_id, last))
+        n = self.summary.done + len(self.summary.failed)
+        self.console.print(f"[{n}/{len(self.specs)}] FAILED {self._describe(spec)}: {last}", highlight=False, markup=False, soft_wrap=True,
+                           style="red" if self.console.is_terminal else None)
+        self._refresh()
+
+    def restarted(self, run_id: str, reason: str) -> None:
+        self.store.restarted(run_id, reason)
+        self.running.pop(run_id, None)
+        self.console.print(f"restarting {run_id}: {reason}", highlight=False, markup=False, soft_wrap=True)
+        self._refresh()
+
+
+def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = None, new_store: bool = False,
+             console: Console | None = None) -> Summary:
+    """Run ``plan`` into the store at ``store_path`` with ``executor``; resume what is there.
+
+    Args:
+        plan: :class:`~rlaudit.protocol.plan.Plan`.
+        store_path: the store file.
+        executor: an :class:`~rlaudit.run.executors.Executor`.
+        only: run selection (see :meth:`Plan.select`).
+        new_store: move a store of another protocol aside instead of refusing it.
+        console: where progress and the summary go.
+
+    Returns:
+        The :class:`Summary`.
+
+    Raises:
+        InputError: store problems (before anything is trained).
+        RunFailed: some runs failed (after all others finished).
+        KeyboardInterrupt: after the unfinished runs are discarded.
+    """
+    from rlaudit.store import Store
+
+    console = console or Console(stderr=True)
+    store = Store.open_for_run(store_path, plan.protocol, new_store=new_store)
+    summary = Summary()
+    t0 = time.perf_counter()
+    try:
+        store.sync_plan(plan)
+        selected = plan.select(only)
+        store.reset_unfinished({s.run_id for s in selected})
+        status = store.statuses()
+        todo = [s for s in selected if status.get(s.run_id) != "done"]
+        summary.total = len(selected)
+        summary.skipped = len(selected) - len(todo)
+        if summary.skipped:
+            console.print(f"resuming {store_path}: {summary.skipped} of {len(selected)} runs already done",
+                          highlight=False, markup=False, soft_wrap=True)
+        driver = Driver(store, todo, console, summary)
+        try:
+            with driver:
+                executor.run(todo, driver)
+        except KeyboardInterrupt:
+            unfinished = list(driver.running)
+            store.reset_unfinished(unfinished)
+            summary.interrupted = len(unfinished)
+            summary.wall_time = time.perf_counter() - t0
+            print_summary(summary, console, store_path)
+            raise
+        finally:
+            _write_throughput(driver.measured)
+    finally:
+        store.close()
+    summary.wall_time = time.perf_counter() - t0
+    print_summary(summary, console, store_path)
+    if summary.failed:
+        raise RunFailed(f"{len(summary.failed)} of {summary.total} runs failed (tracebacks in {store_path}; "
+                        f"'rlaudit status {store_path}' lists them); the next 'rlaudit run' retries them")
+    return summary
+
+
+def print_summary(summary: Summary, console: Console, store_path) -> None:
+    """The final summary: done, failed, skipped, wall time, env steps/s."""
+    rate = summary.env_steps / summary.wall_time if summary.wall_time > 0 else 0.0
+    parts = [f"{summary.done} done", f"{len(summary.failed)} failed", f"{summary.skipped} skipped (already done)"]
+    if summary.interrupted:
+        parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
+    console.print(f"{', '.join(parts)} of {summary.total} runs in {format_duration(summary.wall_time)}; "
+                  f"{summary.env_steps:,} env steps at {rate:,.0f} steps/s -> {store_path}", highlight=False, markup=False, soft_wrap=True)
+    for run_id, last in summary.failed:
+        console.print(f"  failed: {run_id}: {last}", highlight=False, markup=False, soft_wrap=True)

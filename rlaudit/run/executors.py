@@ -1,0 +1,269 @@
+"""Executors: where runs are trained. The driver owns the store; executors only report events to it.
+
+An executor takes planned :class:`~rlaudit.run.spec.RunSpec` objects and calls
+:func:`rlaudit.run.runner.execute_run` on each, somewhere, streaming what happens back to an
+:class:`EventSink` that lives in the driver process (the single SQLite writer). :class:`LocalExecutor` is a
+process pool on this machine; ``rlaudit.run.ray_executor.RayExecutor`` spreads runs over a Ray cluster.
+Executors are named in :data:`EXECUTORS` as ``"module:attr"`` and imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import queue
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from rlaudit.errors import InputError, did_you_mean
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
+
+EXECUTORS: dict[str, str] = {
+    "local": "rlaudit.run.executors:LocalExecutor",
+    "ray": "rlaudit.run.ray_executor:RayExecutor",
+}
+"""Executor name -> ``"module:attr"`` of its class (constructed with keyword options)."""
+
+PROGRESS_INTERVAL_S = 1.0
+"""Runs report their env-step count to the driver at most this often (see ``execute_run``)."""
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """What an executor reports, always called in the driver process (one thread)."""
+
+    def started(self, run_id: str, worker: str) -> None:
+        """``run_id`` began (or began again) on ``worker``; any earlier partial records of it are void."""
+
+    def record(self, rec: EvalRecord) -> None:
+        """An evaluation of a running run."""
+
+    def finished(self, result: RunResult) -> None:
+        """The run completed; all its records have been delivered before this call."""
+
+    def failed(self, run_id: str, error: str) -> None:
+        """The run raised or its worker died; ``error`` is the traceback text."""
+
+    def restarted(self, run_id: str, reason: str) -> None:
+        """The run will be retried from scratch (e.g. a lost Ray worker): discard its partial records."""
+
+    # Optional: ``progress(run_id: str, env_steps: int) -> None`` — executors call it, when the sink has it,
+    # at most every PROGRESS_INTERVAL_S seconds per run, for the progress display only.
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Runs specs and reports to a sink; returns when every spec is finished or failed."""
+
+    name: str
+
+    def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        """Execute ``specs``. ``KeyboardInterrupt`` cancels outstanding work and propagates."""
+
+
+def get_executor(name: str, **options) -> Executor:
+    """Construct the executor registered as ``name`` with keyword ``options``.
+
+    Raises:
+        InputError: unknown name, or an option the executor does not take.
+    """
+    if name not in EXECUTORS:
+        raise InputError(f"--executor: unknown executor {name!r}{did_you_mean(name, EXECUTORS)}; "
+                         f"choose from {', '.join(EXECUTORS)}")
+    module, attr = EXECUTORS[name].split(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise InputError(f"--executor {name}: not available ({exc})") from None
+    import inspect
+
+    params = inspect.signature(cls).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        for opt in options:
+            if opt not in params:
+                raise InputError(f"--{opt.replace('_', '-')}: not an option of --executor {name}")
+    return cls(**options)
+
+
+def default_workers() -> int:
+    """CPU cores available to this process."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _progress_fn(sink: EventSink):
+    fn = getattr(sink, "progress", None)
+    return fn if callable(fn) else None
+
+
+class LocalExecutor:
+    """A pool of worker processes on this machine (spawn context, torch threads = 1 in each).
+
+    With one worker the runs execute in the driver process itself: no second interpreter to start, so the
+    overhead over a plain stable-baselines3 script is the evaluation only.
+
+    Args:
+        workers: number of worker processes (default: the cores available, capped at the number of runs).
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None):
+        if workers is not None and workers < 1:
+            raise InputError(f"--workers: must be at least 1, got {workers}")
+        self.workers = workers
+
+    def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        """Execute ``specs``, longest first, reporting to ``sink`` as records arrive."""
+        specs = sorted(specs, key=lambda s: -s.total_steps)  # longest first balances the pool
+        if not specs:
+            return
+        n = min(self.workers or default_workers(), len(specs))
+        if n == 1:
+            self._run_inline(specs, sink)
+        else:
+            self._run_pool(specs, sink, n)
+
+    # ------------------------------------------------------------------------------------------ inline
+    def _run_inline(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        from rlaudit.run.runner import execute_run, set_single_thread
+
+        set_single_thread()
+        progress = _progress_fn(sink)
+        for spec in specs:
+            sink.started(spec.run_id, "main")
+            report = (lambda steps, rid=spec.run_id: progress(rid, steps)) if progress else None
+            try:
+                result = execute_run(spec, sink.record, progress=report)
+            except Exception:  # the run's failure is data; KeyboardInterrupt is not caught
+                sink.failed(spec.run_id, traceback.format_exc())
+            else:
+                sink.finished(result)
+
+    # ------------------------------------------------------------------------------------------ pool
+    def _run_pool(self, specs: Sequence[RunSpec], sink: EventSink, n: int) -> None:
+        ctx = mp.get_context("spawn")
+        tasks = ctx.Queue()
+        events = ctx.Queue()
+        for spec in specs:
+            tasks.put(spec)
+        for _ in range(n):
+            tasks.put(None)
+        procs: dict[str, mp.process.BaseProcess] = {}
+        current: dict[str, str | None] = {}  # worker -> run id in progress
+        counter = 0
+
+        def spawn() -> None:
+            nonlocal counter
+            counter += 1
+            name = f"w{counter}"
+            p = ctx.Process(target=_worker_main, args=(name, tasks, events, os.getpid()), name=f"rlaudit-{name}",
+                            daemon=True)
+            p.start()
+            procs[name] = p
+            current[name] = None
+
+        progress = _progress_fn(sink)
+        remaining = {s.run_id for s in specs}
+        try:
+            for _ in range(n):
+                spawn()
+            while remaining:
+                try:
+                    ev = events.get(timeout=0.5)
+                except queue.Empty:
+                    for name, p in list(procs.items()):
+                        if p.is_alive() or p.exitcode == 0:
+                            continue
+                        # A worker died (out of memory, a crash in native code): fail its run, replace it.
+                        run_id = current.pop(name, None)
+                        procs.pop(name)
+                        if run_id is not None and run_id in remaining:
+                            remaining.discard(run_id)
+                            how = (f"signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
+                                   else f"exit code {p.exitcode}")
+                            sink.failed(run_id, f"worker {name} died ({how}) while training {run_id}")
+                        spawn()
+                        tasks.put(None)  # the dead worker never consumed its stop marker
+                    if not any(p.is_alive() for p in procs.values()) and remaining:
+                        for run_id in sorted(remaining):  # taken by a worker that died before reporting
+                            sink.failed(run_id, "lost: the worker that took this run died before starting it")
+                        remaining.clear()
+                    continue
+                kind = ev[0]
+                if kind == "started":
+                    _, run_id, worker = ev
+                    current[worker] = run_id
+                    sink.started(run_id, worker)
+                elif kind == "record":
+                    sink.record(ev[1])
+                elif kind == "progress":
+                    if progress:
+                        progress(ev[1], ev[2])
+                elif kind == "finished":
+                    _, worker, result = ev
+                    current[worker] = None
+                    remaining.discard(result.run_id)
+                    sink.finished(result)
+                elif kind == "failed":
+                    _, worker, run_id, error = ev
+                    current[worker] = None
+                    remaining.discard(run_id)
+                    sink.failed(run_id, error)
+        finally:
+            for p in procs.values():
+                if p.is_alive():
+                    p.terminate()
+            for p in procs.values():
+                p.join(timeout=5)
+                if p.is_alive():
+                    p.kill()
+            for q in (tasks, events):
+                q.cancel_join_thread()
+                q.close()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (a killed driver leaves no orphans)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def _worker_main(name: str, tasks, events, parent_pid: int) -> None:
+    """Body of a pool worker: take specs until the stop marker, send events back."""
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    from rlaudit.run.runner import execute_run, set_single_thread
+
+    set_single_thread()
+    while True:
+        spec: RunSpec | None = tasks.get()
+        if spec is None:
+            return
+        events.put(("started", spec.run_id, name))
+
+        def report(steps: int, run_id: str = spec.run_id) -> None:
+            if os.getppid() != parent_pid:  # orphaned (no prctl on this platform)
+                os._exit(1)
+            events.put(("progress", run_id, steps))
+
+        try:
+            result = execute_run(spec, lambda rec: events.put(("record", rec)), progress=report)
+        except Exception:
+            events.put(("failed", name, spec.run_id, traceback.format_exc()))
+        else:
+            events.put(("finished", name, result))

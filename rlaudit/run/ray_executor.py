@@ -1,0 +1,476 @@
+"""The Ray executor: one Ray task per run on an existing cluster; the driver keeps the single-writer store.
+
+Each run is a Ray task reserving ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs. Evaluation records stream
+back while the run trains: every task attempt sends its events (``start``, ``record``, ``progress``) to a
+small *inbox* actor pinned to the driver's node, and the driver drains the inbox a few times a second and
+hands the events to its :class:`~rlaudit.run.executors.EventSink` (the store, the progress bar).
+
+Fault tolerance. Each attempt of a task draws a random attempt id and announces it first. A task whose
+worker process or node dies is retried by Ray (``max_retries`` times); when the driver sees a second
+attempt id for a run it calls ``sink.restarted`` (the store discards the partial evaluations) and from then
+on accepts events of the new attempt only, so late events of the dead attempt are dropped, never
+duplicated. A task that *raises* is not retried (``retry_exceptions=False``): the run is recorded failed
+with the remote traceback and the sweep goes on.
+
+Before anything is submitted the executor checks that the address answers, that some node has the
+resources asked per run, and, with one probe task per node, that rlaudit (same version) and every
+algorithm of the sweep, plugins included, import on the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from rlaudit.errors import InputError
+from rlaudit.run.executors import EventSink
+from rlaudit.run.spec import RunSpec
+
+RUNTIME_ENV_VAR = "RLAUDIT_RAY_RUNTIME_ENV"
+"""Environment variable read when no ``runtime_env`` is given: JSON text, or a ``.json``/``.yaml`` file."""
+
+CONNECT_TIMEOUT_S = 3.0
+"""Seconds to wait for the cluster address to answer before giving up with a clear error."""
+
+PROBE_TIMEOUT_S = 300.0
+"""Seconds for the per-node import probe (a ``runtime_env`` with ``pip`` may take minutes to build)."""
+
+POLL_INTERVAL_S = 0.25
+"""How often the driver drains the inbox and checks for finished tasks."""
+
+TASK_PREFIX = "rlaudit:"
+"""Ray task names are ``rlaudit:<run_id>``; workers show them as their process title ``ray::rlaudit:…``."""
+
+_INSTALL_HINT = "--executor ray needs Ray: pip install 'rlaudit[ray]'"
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError(_INSTALL_HINT) from None
+    return ray
+
+
+def parse_address(address: str | None) -> tuple[str, int] | None:
+    """Split ``"HOST:PORT"`` into ``(host, port)``; ``None`` for ``None`` and ``"auto"``.
+
+    Raises:
+        InputError: anything else (a ``ray://`` client address included).
+    """
+    if address is None or address == "auto":
+        return None
+    if address.startswith("ray://"):
+        raise InputError(f"--address {address}: Ray Client addresses are not supported; run rlaudit on a node "
+                         f"of the cluster (or through 'ray job submit') with --address auto or HOST:PORT")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--address {address!r}: expected HOST:PORT of the Ray head (e.g. 10.0.0.1:6379) or 'auto'")
+    return host.strip("[]"), int(port)
+
+
+def load_runtime_env(value: dict | str | None) -> dict | None:
+    """Read a Ray ``runtime_env``: a dict, JSON text, or the path of a ``.json``/``.yaml`` file.
+
+    With ``value=None`` the :data:`RUNTIME_ENV_VAR` environment variable is read, if set.
+
+    Raises:
+        InputError: unreadable file or text that is not a JSON/YAML mapping, naming where it came from.
+    """
+    where = "runtime_env"
+    if value is None:
+        value = os.environ.get(RUNTIME_ENV_VAR) or None
+        where = RUNTIME_ENV_VAR
+    if value is None or isinstance(value, dict):
+        return value
+    text = value.strip()
+    if not text.startswith("{"):
+        path = Path(text)
+        where = f"{where} file {path}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{where}: cannot read ({exc.strerror})") from None
+        if path.suffix.lower() in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError:
+                raise InputError(f"{where}: reading YAML needs PyYAML (or give JSON)") from None
+            try:
+                env = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise InputError(f"{where}: not valid YAML ({exc})") from None
+            if not isinstance(env, dict):
+                raise InputError(f"{where}: expected a mapping such as {{working_dir: ...}}")
+            return env
+    try:
+        env = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(env, dict):
+        raise InputError(f"{where}: expected a JSON object such as {{\"working_dir\": \"...\"}}")
+    return env
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast unless ``address`` accepts TCP connections and speaks HTTP/2 (gRPC) like a Ray GCS.
+
+    ``ray.init`` itself retries an unreachable or non-Ray address for minutes; this check answers in
+    ``timeout`` seconds at most.
+
+    Raises:
+        InputError: naming the address and what went wrong.
+    """
+    host, port = parse_address(address)
+    hint = "is 'ray start --head' running there, and is the port the head's --port (default 6379)?"
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except socket.timeout:
+        raise InputError(f"--address {address}: no answer within {timeout:.0f} s; {hint}") from None
+    except OSError as exc:
+        raise InputError(f"--address {address}: cannot connect ({exc.strerror or exc}); {hint}") from None
+    try:
+        sock.settimeout(timeout)
+        # A gRPC server answers the HTTP/2 client preface with a SETTINGS frame (type 0x4).
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        head = b""
+        while len(head) < 4:
+            chunk = sock.recv(9 - len(head))
+            if not chunk:
+                break
+            head += chunk
+    except OSError:
+        head = b""
+    finally:
+        sock.close()
+    if len(head) < 4 or head[3] != 0x04:
+        raise InputError(f"--address {address}: something answers there but it is not a Ray cluster (no gRPC); "
+                         f"{hint}")
+
+
+# ------------------------------------------------------------------------------------------- remote side
+def _worker_label() -> tuple[str, str]:
+    """``(node, worker)`` labels of the current Ray worker: node ``ip/node-id[:8]``, worker adds the pid."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    node = f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()[:8]}"
+    return node, f"{node} pid {os.getpid()}"
+
+
+def _train(spec: RunSpec, inbox) -> tuple[str, object]:
+    """Body of a run's Ray task: announce the attempt, train, stream events to ``inbox``."""
+    import ray
+
+    from rlaudit.run.runner import execute_run, set_single_thread
+
+    set_single_thread()  # results must not depend on the number of CPUs reserved
+    attempt = uuid.uuid4().hex
+    node, worker = _worker_label()
+    # Synchronous puts for start and records: a record is in the inbox before the next event, and all are
+    # there before the task's result is (actor calls from one caller execute in order).
+    ray.get(inbox.put.remote(("start", spec.run_id, attempt, worker, node)))
+
+    def emit(rec) -> None:
+        ray.get(inbox.put.remote(("record", spec.run_id, attempt, rec)))
+
+    def progress(steps: int) -> None:
+        inbox.put.remote(("progress", spec.run_id, attempt, steps))
+
+    result = execute_run(spec, emit, progress=progress)
+    return attempt, result
+
+
+def _probe(algorithms: Sequence[str]) -> dict:
+    """Run on each node before the sweep: rlaudit's version and whether each algorithm imports there."""
+    import rlaudit
+    from rlaudit.algorithms import get_spec
+
+    from rlaudit.algorithms.registry import _REGISTRY
+
+    problems = {}
+    for name in algorithms:
+        try:
+            get_spec(name).load()
+        except Exception as exc:  # noqa: BLE001 - reported to the user, naming the algorithm
+            if name not in registered:
+                problems[name] = "no package installed there registers it"
+            else:
+                problems[name] = f"{type(exc).__name__}: {exc}"
+    node, _ = _worker_label()
+    return {"node": node, "version": rlaudit.__version__, "problems": problems}
+
+
+class _Inbox:
+    """Actor collecting the events of every task attempt until the driver drains them."""
+
+    def __init__(self):
+        self.items: list = []
+
+    def put(self, item) -> None:
+        self.items.append(item)
+
+    def drain(self) -> list:
+        items, self.items = self.items, []
+        return items
+
+
+# ------------------------------------------------------------------------------------------- driver side
+class RayExecutor:
+    """Runs each spec as a Ray task on a cluster, streaming records back to the driver.
+
+    Args:
+        address: ``"HOST:PORT"`` of the Ray head's GCS, ``"auto"`` (the cluster started on this machine, or
+            ``RAY_ADDRESS``), or ``None``: ``RAY_ADDRESS`` if set, else a private Ray instance on this machine.
+        cpus_per_run: CPUs Ray reserves for each run (torch still uses one thread, so results match the
+            local executor; reserve more for heavy environments or to leave cores idle).
+        gpus_per_run: GPUs reserved for each run (fractions allowed, e.g. 0.25 shares a GPU by four).
+        max_retries: times a run is retried when its worker process or node is lost. A run that raises is
+            never retried.
+        runtime_env: Ray runtime environment for the workers (dict, JSON text or ``.json``/``.yaml`` path),
+            e.g. ``{"working_dir": "plugins/"}``; default: the ``RLAUDIT_RAY_RUNTIME_ENV`` variable.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, cpus_per_run: float = 1, gpus_per_run: float = 0,
+                 max_retries: int = 2, runtime_env: dict | str | None = None):
+        if address is None:
+            address = os.environ.get("RAY_ADDRESS") or None
+        parse_address(address)
+        if not cpus_per_run > 0:
+            raise InputError(f"--cpus-per-run: must be positive, got {cpus_per_run}")
+        if gpus_per_run < 0:
+            raise InputError(f"--gpus-per-run: must be 0 or more, got {gpus_per_run}")
+        if gpus_per_run > 1 and gpus_per_run != int(gpus_per_run):
+            raise InputError(f"--gpus-per-run: above 1 it must be a whole number, got {gpus_per_run}")
+        if max_retries < 0:
+            raise InputError(f"--max-retries: must be 0 or more, got {max_retries}")
+        self.address = address
+        self.cpus_per_run = cpus_per_run
+        self.gpus_per_run = gpus_per_run
+        self.max_retries = max_retries
+        self.runtime_env = load_runtime_env(runtime_env)
+        self.node_counts: dict[str, Counter] = {}
+        """Per node label: ``done``, ``failed`` and ``lost`` (attempts whose worker died) of the last sweep."""
+
+    # ------------------------------------------------------------------------------------------ connect
+    def _connect(self, ray) -> bool:
+        """Connect to the cluster; return whether this call initialised Ray (and must shut it down)."""
+        if ray.is_initialized():
+            return False
+        address = self.address
+        if address == "auto":
+            try:
+                from ray._private.services import canonicalize_bootstrap_address
+
+                address = canonicalize_bootstrap_address("auto")
+            except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError or others
+                raise InputError(f"--address auto: no Ray cluster found on this machine ({exc}); start one with "
+                                 f"'ray start --head' or give --address HOST:PORT") from None
+            if not address:
+                raise InputError("--address auto: no Ray cluster found on this machine; start one with "
+                                 "'ray start --head' or give --address HOST:PORT")
+        if address is not None:
+            check_reachable(address)
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
+            ray.init(address=address, runtime_env=self.runtime_env, log_to_driver=False,
+                     logging_level="ERROR", configure_logging=True)
+        except ConnectionError as exc:
+            raise InputError(f"--address {address}: {exc}") from None
+        except ValueError as exc:  # a malformed runtime_env
+            raise InputError(f"runtime_env: {exc}") from None
+        return True
+
+    def _check_cluster(self, ray, specs: Sequence[RunSpec]) -> list[str]:
+        """Check resources and imports on every node able to take a run; return those nodes' ids.
+
+        Raises:
+            InputError: no node fits one run, or rlaudit / an algorithm does not import on some node.
+        """
+        import rlaudit
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        fits = [n for n in nodes if n["Resources"].get("CPU", 0) >= self.cpus_per_run
+                and n["Resources"].get("GPU", 0) >= self.gpus_per_run]
+        if not fits:
+            largest = max(nodes, key=lambda n: (n["Resources"].get("GPU", 0), n["Resources"].get("CPU", 0)),
+                          default=None)
+            have = (f"its largest node has {_count_of(largest, 'CPU')} and {_count_of(largest, 'GPU')}"
+                    if largest else "it has no live node")
+            raise InputError(f"--cpus-per-run {self.cpus_per_run:g} --gpus-per-run {self.gpus_per_run:g}: no node of "
+                             f"the Ray cluster can hold one run ({have}); lower them or add nodes")
+        names = sorted({s.algorithm.name for s in specs})
+        probe = ray.remote(_probe)
+        refs = {probe.options(num_cpus=0, max_retries=0, name="rlaudit:probe",
+                              scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+                              ).remote(names): n for n in fits}
+        ready, not_ready = ray.wait(list(refs), num_returns=len(refs), timeout=PROBE_TIMEOUT_S)
+        if not_ready:
+            node = refs[not_ready[0]]
+            raise InputError(f"Ray node {node['NodeManagerAddress']} did not start a worker within "
+                             f"{PROBE_TIMEOUT_S:.0f} s (a runtime_env still building, or no free worker?)")
+        for ref in ready:
+            node = refs[ref]
+            where = f"Ray node {node['NodeManagerAddress']} ({node['NodeID'][:8]})"
+            try:
+                info = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - e.g. rlaudit not importable there, runtime_env failed
+                last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+                raise InputError(f"{where}: cannot run rlaudit there ({last}); install rlaudit (same version "
+                                 f"as here, {rlaudit.__version__}) on every node, or ship it with a runtime_env "
+                                 f"(docs/ray.md)") from None
+            if info["version"] != rlaudit.__version__:
+                raise InputError(f"{where}: rlaudit {info['version']} there but {rlaudit.__version__} here; "
+                                 f"install the same version on every node")
+            for algo, problem in sorted(info["problems"].items()):
+                raise InputError(f"{where}: algorithm {algo!r} is not importable on the workers ({problem}); "
+                                 f"install its package on every node or ship it with a runtime_env "
+                                 f"working_dir (docs/ray.md)")
+        return [n["NodeID"] for n in fits]
+
+    # ------------------------------------------------------------------------------------------ run
+    def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        """Execute ``specs`` on the cluster, longest first, reporting to ``sink`` as events arrive.
+
+        Raises:
+            InputError: Ray missing, address unreachable, resources or imports missing on the cluster (all
+                before any run is submitted).
+            KeyboardInterrupt: after cancelling every outstanding task.
+        """
+        ray = _import_ray()
+        specs = sorted(specs, key=lambda s: -s.total_steps)
+        self.node_counts = {}
+        if not specs:
+            return
+        owns = self._connect(ray)
+        try:
+            self._check_cluster(ray, specs)
+            self._sweep(ray, specs, sink)
+        finally:
+            if owns:
+                ray.shutdown()
+        self._print_nodes(sink)
+
+    def _sweep(self, ray, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayTaskError, WorkerCrashedError
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+        inbox = ray.remote(_Inbox).options(
+            num_cpus=0, max_restarts=0, name=f"rlaudit-inbox-{uuid.uuid4().hex[:8]}",
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote()
+        task = ray.remote(_train)
+        pending = {}
+        for spec in specs:
+            ref = task.options(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.max_retries,
+                               retry_exceptions=False, name=f"{TASK_PREFIX}{spec.run_id}").remote(spec, inbox)
+            pending[ref] = spec
+        attempts: dict[str, tuple[str, str, str]] = {}  # run_id -> (attempt id, worker, node) of the live attempt
+        progress = getattr(sink, "progress", None)
+        lost = (WorkerCrashedError, NodeDiedError, OutOfMemoryError)
+
+        def dispatch(events: list) -> None:
+            for kind, run_id, attempt, *rest in events:
+                if kind == "start":
+                    worker, node = rest
+                    old = attempts.get(run_id)
+                    if old is not None and old[0] != attempt:
+                        self._count(old[2], "lost")
+                        sink.restarted(run_id, f"worker {old[1]} was lost; Ray retried the run on {worker}")
+                    attempts[run_id] = (attempt, worker, node)
+                    sink.started(run_id, worker)
+                elif attempts.get(run_id, ("",))[0] != attempt:
+                    continue  # a late event of a lost attempt
+                elif kind == "record":
+                    sink.record(rest[0])
+                elif kind == "progress" and callable(progress):
+                    progress(run_id, rest[0])
+
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_INTERVAL_S)
+                dispatch(ray.get(inbox.drain.remote()))
+                for ref in ready:
+                    spec = pending.pop(ref)
+                    node = attempts.get(spec.run_id, (None, None, "unknown node"))[2]
+                    try:
+                        attempt, result = ray.get(ref)
+                    except RayTaskError as exc:
+                        self._count(node, "failed")
+                        sink.failed(spec.run_id, _remote_traceback(exc))
+                    except lost as exc:
+                        self._count(node, "failed")
+                        sink.failed(spec.run_id, f"{exc}\n{type(exc).__name__}: the run's Ray worker was lost "
+                                                 f"{self.max_retries + 1} time(s) (--max-retries {self.max_retries})")
+                    except Exception as exc:  # noqa: BLE001 - runtime_env setup, unschedulable, …: the run's data
+                        self._count(node, "failed")
+                        sink.failed(spec.run_id, f"{exc}\n{type(exc).__name__}: {_first_line(exc)}")
+                    else:
+                        if attempts.get(spec.run_id, ("",))[0] != attempt:  # cannot happen: start precedes
+                            raise RuntimeError(f"{spec.run_id}: result of an unannounced attempt")
+                        self._count(node, "done")
+                        sink.finished(result)
+        except BaseException:  # Ctrl-C above all: cancel what is still queued or training
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - Ray itself may be what failed; keep the first error
+                    pass
+            raise
+        finally:
+            try:
+                ray.kill(inbox)
+            except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to clean
+                pass
+
+    def _count(self, node: str, what: str) -> None:
+        self.node_counts.setdefault(node, Counter())[what] += 1
+
+    def _print_nodes(self, sink: EventSink) -> None:
+        """Per-node counts after the sweep, on the driver's console (stderr)."""
+        if not self.node_counts:
+            return
+        console = getattr(sink, "console", None)
+        if console is None:
+            from rich.console import Console
+
+            console = Console(stderr=True)
+        for line in self.summary_lines():
+            console.print(line, highlight=False)
+
+    def summary_lines(self) -> list[str]:
+        """``ray nodes: 2`` then one line per node: runs done, failed, and attempts lost there."""
+        lines = [f"ray nodes used: {len(self.node_counts)}"]
+        for node, c in sorted(self.node_counts.items()):
+            lines.append(f"  {node}: {c['done']} done, {c['failed']} failed, {c['lost']} lost (retried)")
+        return lines
+
+
+def _count_of(node: dict, resource: str) -> str:
+    n = node["Resources"].get(resource, 0)
+    return f"{n:g} {resource}" + ("" if n == 1 else "s")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _remote_traceback(exc) -> str:
+    """The remote traceback text of a :class:`ray.exceptions.RayTaskError`, ending with the error line."""
+    text = getattr(exc, "traceback_str", None) or "".join(traceback.format_exception(exc))
+    cause = getattr(exc, "cause", None)
+    if cause is not None:
+        last = f"{type(cause).__name__}: {cause}"
+        if not text.rstrip().endswith(last):
+            text = text.rstrip() + "\n" + last
+    return text

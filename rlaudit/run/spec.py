@@ -1,0 +1,143 @@
+"""Plain, frozen, picklable descriptions of one training run and of what it produces.
+
+These objects cross process (and, with Ray, machine) boundaries: the driver plans :class:`RunSpec` objects
+from a protocol, an executor hands each to :func:`rlaudit.run.runner.execute_run` in a worker, and the
+worker streams :class:`EvalRecord` objects back to the driver, which alone writes the store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+REGIME_KINDS: tuple[str, ...] = ("nested", "separate")
+"""``nested``: an anytime reading, at a smaller budget, of one run trained for the largest budget.
+``separate``: a run trained *for* that budget (its schedules scaled to it)."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """An environment to train and evaluate on."""
+
+    id: str
+    """Environment id as registered with gymnasium (``"CartPole-v1"``, ``"ALE/Pong-v5"``, ``"MinAtar/Breakout-v1"``)."""
+    suite: str = "gymnasium"
+    """``gymnasium`` (classic control, Box2D, …), ``atari`` (ale-py, standard preprocessing) or ``minatar``."""
+    kwargs: tuple[tuple[str, object], ...] = ()
+    """Keyword arguments for ``gymnasium.make``, as sorted ``(name, value)`` pairs (hashable)."""
+    max_episode_steps: int | None = None
+    """Episode time limit for training and evaluation (``None``: the environment's own)."""
+
+    @property
+    def kwargs_dict(self) -> dict:
+        """``kwargs`` as a dict."""
+        return dict(self.kwargs)
+
+
+@dataclass(frozen=True)
+class AlgoSpec:
+    """An algorithm and its settings for one run."""
+
+    name: str
+    """Registry name (:mod:`rlaudit.algorithms`), e.g. ``"PPO"``."""
+    label: str
+    """Display name written to the score table's ``algorithm`` column."""
+    hyperparams: tuple[tuple[str, object], ...] = ()
+    """Keyword hyperparameters as sorted ``(name, value)`` pairs (hashable)."""
+    policy_kwargs: tuple[tuple[str, object], ...] = ()
+    """``policy_kwargs`` as sorted ``(name, value)`` pairs."""
+
+    @property
+    def hyperparams_dict(self) -> dict:
+        """``hyperparams`` as a dict."""
+        return dict(self.hyperparams)
+
+    @property
+    def policy_kwargs_dict(self) -> dict:
+        """``policy_kwargs`` as a dict."""
+        return dict(self.policy_kwargs)
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """How a run is evaluated."""
+
+    n_eval_episodes: int = 10
+    """Episodes per evaluation."""
+    deterministic: bool = True
+    """Greedy/mean action (``True``) or a sample from the policy (``False``)."""
+    epsilon: float = 0.0
+    """Probability of a uniformly random action at evaluation (ε-greedy evaluation, e.g. 0.05 on Atari)."""
+    eval_every: int | None = None
+    """Also evaluate every this many env steps (``None``: only at the run's budgets)."""
+    eval_seed: int = 10_000
+    """Seed of the separate evaluation environment (the planner uses run seed + ``eval_seed_offset``); episode
+    ``i`` of every evaluation of the run is reset with a seed derived from ``(eval_seed, i)``."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: everything a worker needs, nothing it must look up."""
+
+    run_id: str
+    """Deterministic id ``task__algo__seed__regime`` (regime ``nested`` for the run shared by nested regimes)."""
+    protocol_hash: str
+    """Hash of the protocol text that planned this run."""
+    task: TaskSpec
+    """Environment."""
+    algorithm: AlgoSpec
+    """Algorithm and hyperparameters."""
+    seed: int
+    """Seed of the training run (environment, network initialisation, exploration)."""
+    budgets: tuple[int, ...]
+    """Evaluation budgets read from this run, ascending; the last is the training length."""
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    """Evaluation settings."""
+    regime_kind: str = "nested"
+    """``nested`` or ``separate`` (see :data:`REGIME_KINDS`)."""
+    regime: str = "nested"
+    """Regime name for a separate run; ``"nested"`` for the run shared by the nested regimes."""
+
+    @property
+    def total_steps(self) -> int:
+        """Training length in env steps (the largest budget)."""
+        return self.budgets[-1]
+
+    def eval_points(self) -> tuple[int, ...]:
+        """Env-step counts at which the run is evaluated: the budgets and every ``eval.eval_every`` steps."""
+        points = set(self.budgets)
+        if self.eval.eval_every:
+            points.update(range(self.eval.eval_every, self.total_steps + 1, self.eval.eval_every))
+        return tuple(sorted(p for p in points if p <= self.total_steps))
+
+    def to_json(self) -> str:
+        """A canonical JSON form (stored with the run so that a store says exactly what was trained)."""
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """One evaluation of a run at one point of its training."""
+
+    run_id: str
+    """The run evaluated."""
+    env_steps: int
+    """Training env steps consumed when the evaluation was made."""
+    returns: tuple[float, ...]
+    """Undiscounted return of each evaluation episode, shape ``(n_eval_episodes,)``."""
+    lengths: tuple[int, ...]
+    """Length of each evaluation episode, shape ``(n_eval_episodes,)``."""
+    wall_time: float
+    """Seconds since the run started (training and earlier evaluations included)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Summary of a finished run."""
+
+    run_id: str
+    """The run."""
+    env_steps: int
+    """Training env steps consumed in total."""
+    wall_time: float
+    """Seconds from start to finish of the run."""

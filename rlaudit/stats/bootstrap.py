@@ -1,0 +1,343 @@
+"""Stratified bootstrap engine: replicates of aggregate metrics, confidence intervals, seeded RNG streams.
+
+Scheme (rliable's ``StratifiedBootstrap`` with ``task_bootstrap=False``): one bootstrap replicate resamples,
+*within each task independently*, ``n_runs_m`` runs with replacement from that task's ``n_runs_m`` runs,
+and evaluates the metric on the resampled score set. Tasks are never resampled.
+
+Engine: a replicate is represented by the multiplicity of every run (``counts``, shape
+``(batch, n_scores)`` where ``n_scores = sum_m n_runs_m``), so every metric is an O(n_scores) pass with no
+sort per replicate:
+
+- per-task means are ``sum(counts * scores) / n_runs_m`` over the task's runs (``np.add.reduceat``);
+- the IQM trims the pooled sample by walking the runs in a fixed global sorted order and clipping the
+  cumulative counts to ``[k, n_scores - k]`` (``k = floor(0.25 * n_scores)``, scipy's ``trim_mean``);
+  the kept sum then follows by summation by parts (see ``_Layout.iqm``).
+
+Random numbers: each replicate consumes exactly ``n_scores`` uniform doubles from the generator, drawn in
+replicate-major order (``rng.random((batch, n_scores))``; the run index is ``floor(u * n_runs_m)``), so
+the numbers do not depend on the batch size: replicate ``r`` is the same whether it is computed in a
+batch of 1 or of 50,000 (tested bit for bit).
+
+Memory: a batch holds about ten ``(batch, n_scores)`` arrays of 8-byte numbers; the default batch keeps
+``batch * n_scores <= MAX_BATCH_ELEMENTS`` (2**16), i.e. about 5 MiB of temporaries whatever ``reps``
+is, plus the ``(reps, n_metrics)`` result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from rlaudit.stats.metrics import METRICS, TRIM, aggregate, as_score_set, check_metric
+
+MAX_BATCH_ELEMENTS = 1 << 16
+"""Upper bound on ``batch * n_scores`` for the default batch size."""
+
+DEFAULT_REPS = 50_000
+"""rliable's default number of bootstrap replicates for aggregate metrics."""
+
+INTERVAL_METHODS: tuple[str, ...] = ("percentile", "bca")
+
+
+# ------------------------------------------------------------------------------------------ RNG streams
+
+def stable_key(key) -> int:
+    """A stable 64-bit integer for ``key`` (``str(key)`` hashed with BLAKE2b; independent of PYTHONHASHSEED)."""
+    return int.from_bytes(hashlib.blake2b(str(key).encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def rng_for(seed: int, *keys) -> np.random.Generator:
+    """An independent, deterministic random generator for ``(seed, *keys)``.
+
+    The stream is ``PCG64(SeedSequence(seed, spawn_key=(stable_key(k) for k in keys)))``. It depends only on
+    the seed and the keys (e.g. ``"aggregate", budget, algorithm``), never on which other algorithms,
+    budgets or pairs are in the same audit or on the order they are processed, so adding an algorithm does
+    not change another algorithm's interval. Keys are compared through ``str(key)``.
+
+    Args:
+        seed: the user's ``--seed`` (non-negative integer).
+        *keys: any values naming the stream.
+
+    Returns:
+        A fresh ``np.random.Generator``.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    ss = np.random.SeedSequence(int(seed), spawn_key=tuple(stable_key(k) for k in keys))
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+# --------------------------------------------------------------------------------------------- engine
+
+class _Layout:
+    """Flattened score set: ``scores`` (n_scores,), task ``offsets`` (n_tasks,), ``n_runs`` (n_tasks,)."""
+
+    def __init__(self, arrays: list[np.ndarray]):
+        self.n_runs = np.array([a.size for a in arrays], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.n_runs)[:-1]]).astype(np.int64)
+        self.scores = np.concatenate(arrays)
+        self.n_scores = int(self.scores.size)
+        self.n_tasks = len(arrays)
+        # Per-score task size and offset, for turning uniforms into run indices.
+        self.n_rep = np.repeat(self.n_runs, self.n_runs)
+        self.off_rep = np.repeat(self.offsets, self.n_runs)
+        self.n_rep_f = self.n_rep.astype(np.float64)
+        # Pooled sort order for the IQM.
+        self.order = np.argsort(self.scores, kind="stable")
+        self.sorted_scores = self.scores[self.order]
+        self.k_trim = int(TRIM * self.n_scores)
+        self.sorted_steps = self.sorted_scores[:-1] - self.sorted_scores[1:]  # (n_scores - 1,), <= 0
+        self._base_cache: np.ndarray | None = None
+
+    def draw_counts(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Multiplicities of each run in ``n`` stratified resamples, shape ``(n, n_scores)`` (int64)."""
+        u = rng.random((n, self.n_scores))
+        # floor(u * n_runs) < n_runs for every double u < 1 (the product rounds below n_runs), so no clip.
+        idx = (u * self.n_rep_f).astype(np.int64)
+        idx += self._base(n)
+        return np.bincount(idx.ravel(), minlength=n * self.n_scores).reshape(n, self.n_scores)
+
+    def _base(self, n: int) -> np.ndarray:
+        """Flat index of the first run of each score's task in each of ``n`` rows, shape ``(n, n_scores)``."""
+        if self._base_cache is None or self._base_cache.shape[0] != n:
+            self._base_cache = self.off_rep + (np.arange(n, dtype=np.int64) * self.n_scores)[:, None]
+        return self._base_cache
+
+    def task_means(self, counts: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+        """Per-task means of ``values`` (default ``scores``) under ``counts``, shape ``(n, n_tasks)``."""
+        v = self.scores if values is None else values
+        return np.add.reduceat(counts * v, self.offsets, axis=1) / self.n_runs
+
+    def metrics(self, counts: np.ndarray, metrics: Sequence[str], gamma: float) -> np.ndarray:
+        """Metric values for each resample in ``counts``, shape ``(n, len(metrics))``."""
+        out = np.empty((counts.shape[0], len(metrics)))
+        means = None
+        for j, metric in enumerate(metrics):
+            if metric in ("mean", "median"):
+                if means is None:
+                    means = self.task_means(counts)
+                out[:, j] = means.mean(axis=1) if metric == "mean" else _row_median(means)
+            elif metric == "og":
+                out[:, j] = gamma - self.task_means(counts, np.minimum(self.scores, gamma)).mean(axis=1)
+            else:  # iqm
+                out[:, j] = self.iqm(counts)
+        return out
+
+    def iqm(self, counts: np.ndarray) -> np.ndarray:
+        """25 %-trimmed mean of each pooled resample, shape ``(n,)``.
+
+        With ``C_j = clip(copies of sorted scores 0..j, k, n_scores - k)`` the copies of sorted score ``j``
+        inside the kept middle are ``C_j - C_{j-1}`` (``C_{-1} = k``), so by summation by parts the kept sum
+        is ``sum_{j<last} C_j (x_j - x_{j+1}) + (n_scores - k) x_last - k x_0``: one clip, one product.
+        """
+        k, top = self.k_trim, self.n_scores - self.k_trim
+        c = np.cumsum(np.take(counts, self.order, axis=1), axis=1)
+        np.maximum(c, k, out=c)
+        np.minimum(c, top, out=c)
+        kept = (c[:, :-1] * self.sorted_steps).sum(axis=1)
+        kept += top * self.sorted_scores[-1] - k * self.sorted_scores[0]
+        return kept / (top - k)
+
+
+def _row_median(a: np.ndarray) -> np.ndarray:
+    """Median of each row (as ``np.median(a, axis=1)``; a full sort is faster for short rows)."""
+    s = np.sort(a, axis=1)
+    mid = a.shape[1] // 2
+    return s[:, mid] if a.shape[1] % 2 else (s[:, mid - 1] + s[:, mid]) / 2
+
+
+def default_batch(n_scores: int) -> int:
+    """Default number of replicates per batch for a score set with ``n_scores`` run scores."""
+    return max(1, MAX_BATCH_ELEMENTS // max(1, n_scores))
+
+
+def replicates(score_set, metrics: Sequence[str], reps: int, rng: np.random.Generator, gamma: float = 1.0,
+               batch: int | None = None) -> np.ndarray:
+    """Stratified-bootstrap replicates of aggregate metrics.
+
+    Args:
+        score_set: one array of shape ``(n_runs_m,)`` per task, or a matrix ``(n_runs, n_tasks)``.
+        metrics: names from :data:`~rlaudit.stats.metrics.METRICS`.
+        reps: number of bootstrap replicates.
+        rng: the generator to draw from (see :func:`rng_for`); it is advanced by ``reps * n_scores`` doubles.
+        gamma: optimality-gap threshold.
+        batch: replicates per batch (memory bound); ``None`` = :func:`default_batch`. The result does not
+            depend on it.
+
+    Returns:
+        Array of shape ``(reps, len(metrics))``; column ``j`` holds the replicates of ``metrics[j]``.
+    """
+    metrics = [check_metric(m) for m in metrics]
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    lay = _Layout(as_score_set(score_set))
+    batch = default_batch(lay.n_scores) if batch is None else int(batch)
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    out = np.empty((reps, len(metrics)))
+    for start in range(0, reps, batch):
+        n = min(batch, reps - start)
+        out[start:start + n] = lay.metrics(lay.draw_counts(n, rng), metrics, gamma)
+    return out
+
+
+def jackknife(metric: str, score_set, gamma: float = 1.0) -> list[np.ndarray]:
+    """Leave-one-run-out values of ``metric``, one array per task (for BCa's acceleration).
+
+    Vectorised: the per-task means with one run left out are ``(sum_m - x_i) / (n_m - 1)``; the IQM of
+    the pooled sample with one score left out follows from prefix sums of the sorted scores. Agrees with
+    recomputing :func:`~rlaudit.stats.metrics.aggregate` on each reduced set to 1e-12 (tested).
+
+    Args:
+        metric: one of :data:`~rlaudit.stats.metrics.METRICS`.
+        score_set: one array of shape ``(n_runs_m,)`` per task (every task needs at least 2 runs).
+        gamma: optimality-gap threshold.
+
+    Returns:
+        A list with, for task ``m``, an array of shape ``(n_runs_m,)``: the metric with run ``i`` of task
+        ``m`` deleted.
+    """
+    check_metric(metric)
+    arrays = as_score_set(score_set)
+    for m, a in enumerate(arrays):
+        if a.size < 2:
+            raise ValueError(f"task {m} has a single run; the jackknife needs at least 2")
+    lay = _Layout(arrays)
+    task = np.repeat(np.arange(lay.n_tasks), lay.n_runs)  # (n_scores,) task of each score
+    if metric == "iqm":
+        values = _jackknife_iqm(lay)
+    else:
+        x = np.minimum(lay.scores, gamma) if metric == "og" else lay.scores
+        sums = np.add.reduceat(x, lay.offsets)
+        means = np.broadcast_to(sums / lay.n_runs, (lay.n_scores, lay.n_tasks)).copy()  # row j: run j left out
+        means[np.arange(lay.n_scores), task] = (sums[task] - x) / (lay.n_runs[task] - 1)
+        if metric == "median":
+            values = np.median(means, axis=1)
+        else:
+            values = means.mean(axis=1)
+            if metric == "og":
+                values = gamma - values
+    return [values[o:o + n] for o, n in zip(lay.offsets, lay.n_runs)]
+
+
+def _jackknife_iqm(lay: _Layout) -> np.ndarray:
+    """IQM of the pooled scores with score ``j`` left out, for every ``j``, shape ``(n_scores,)``."""
+    n = lay.n_scores - 1
+    k = int(TRIM * n)
+    a, b = k, n - k  # kept positions [a, b) of the reduced sorted sample
+    xs = lay.sorted_scores
+    prefix = np.concatenate([[0.0], np.cumsum(xs)])
+    p = np.arange(lay.n_scores)  # sorted position left out
+    # reduced index i is original i below p and i + 1 from p on
+    kept = np.where(b <= p, prefix[b] - prefix[a],
+                    np.where(a > p, prefix[b + 1] - prefix[a + 1], prefix[b + 1] - prefix[a] - xs))
+    out = np.empty(lay.n_scores)
+    out[lay.order] = kept / (b - a)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ intervals
+
+def interval(point: float, values: np.ndarray, confidence: float = 0.95, method: str = "percentile",
+             jackknife_values: Sequence[np.ndarray] | np.ndarray | None = None) -> tuple[float, float]:
+    """Two-sided bootstrap confidence interval.
+
+    ``percentile``: the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of ``values``
+    (linear interpolation, as ``np.percentile``, arch and scipy).
+
+    ``bca``: bias-corrected and accelerated (Efron & Tibshirani 1993, 14.3 and 15.4), computed exactly as
+    ``scipy.stats.bootstrap(method="BCa")`` does: ``z0 = ndtri(mean(values < point, values <= point))``;
+    the acceleration from the jackknife values of each sample (task), summed over samples
+    ``a = sum_m sum_i U_mi^3 / n_m^3 / 6 (sum_m sum_i U_mi^2 / n_m^2)^1.5`` with
+    ``U_mi = (n_m - 1)(mean_i theta_mi - theta_mi)``.
+
+    Args:
+        point: the point estimate (statistic on the original data).
+        values: bootstrap replicates of the statistic, shape ``(reps,)``.
+        confidence: coverage, in (0, 1).
+        method: ``"percentile"`` or ``"bca"``.
+        jackknife_values: for ``bca``: one array of leave-one-out values per sample (task), or one array for
+            a single sample; see :func:`jackknife`.
+
+    Returns:
+        ``(lo, hi)`` as Python floats. When all replicates are equal the interval is that value.
+    """
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if values.size == 0:
+        raise ValueError("no bootstrap values")
+    alpha = (1.0 - confidence) / 2.0
+    if method == "percentile":
+        q = (alpha, 1.0 - alpha)
+    elif method == "bca":
+        if jackknife_values is None:
+            raise ValueError("method='bca' needs jackknife_values")
+        if values.min() == values.max():
+            return float(values[0]), float(values[0])
+        q = bca_levels(point, values, alpha, jackknife_values)
+    else:
+        raise ValueError(f"unknown interval method {method!r}; expected one of {', '.join(INTERVAL_METHODS)}")
+    lo, hi = np.quantile(values, q)
+    return float(lo), float(hi)
+
+
+def bca_levels(point: float, values: np.ndarray, alpha: float,
+               jackknife_values: Sequence[np.ndarray] | np.ndarray) -> tuple[float, float]:
+    """BCa-adjusted quantile levels ``(alpha_1, alpha_2)`` for a two-sided ``1 - 2 alpha`` interval."""
+    b = values.size
+    z0 = ndtri((np.count_nonzero(values < point) + np.count_nonzero(values <= point)) / (2.0 * b))
+    jk = [np.asarray(jackknife_values, dtype=np.float64)] if np.ndim(jackknife_values[0]) == 0 else \
+        [np.asarray(j, dtype=np.float64) for j in jackknife_values]
+    num = den = 0.0
+    for theta in jk:
+        n = float(theta.size)
+        u = (n - 1.0) * (theta.mean() - theta)
+        num += np.sum(u ** 3) / n ** 3
+        den += np.sum(u ** 2) / n ** 2
+    a = num / den ** 1.5 / 6.0 if den > 0 else 0.0
+    z_lo, z_hi = ndtri(alpha), -ndtri(alpha)
+    a1 = ndtr(z0 + (z0 + z_lo) / (1.0 - a * (z0 + z_lo)))
+    a2 = ndtr(z0 + (z0 + z_hi) / (1.0 - a * (z0 + z_hi)))
+    # A point estimate outside every replicate gives z0 = +-inf; the interval is then an end of the range.
+    return float(np.nan_to_num(a1, nan=0.0)), float(np.nan_to_num(a2, nan=1.0))
+
+
+def interval_estimates(score_sets: Mapping[str, Sequence[np.ndarray]], metrics: Sequence[str] = METRICS,
+                       reps: int = DEFAULT_REPS, seed: int = 0, confidence: float = 0.95,
+                       method: str = "percentile", gamma: float = 1.0, keys: Sequence = (),
+                       ) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Point estimates and stratified-bootstrap intervals for several algorithms (rliable's
+    ``get_interval_estimates``, seeded).
+
+    Each algorithm draws from its own stream ``rng_for(seed, "aggregate", *keys, algorithm)``, so its
+    interval depends only on its own scores, the seed and ``keys``, never on the other algorithms.
+
+    Args:
+        score_sets: algorithm -> score set (one array of shape ``(n_runs_m,)`` per task).
+        metrics: names from :data:`~rlaudit.stats.metrics.METRICS`.
+        reps: bootstrap replicates.
+        seed: non-negative integer seed.
+        confidence: interval coverage.
+        method: ``"percentile"`` or ``"bca"``.
+        gamma: optimality-gap threshold.
+        keys: extra stream keys (e.g. the budget) so that different cells of one audit draw independently.
+
+    Returns:
+        ``{algorithm: {metric: (point, lo, hi)}}``.
+    """
+    metrics = [check_metric(m) for m in metrics]
+    out: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for algorithm, score_set in score_sets.items():
+        arrays = as_score_set(score_set)
+        values = replicates(arrays, metrics, reps, rng_for(seed, "aggregate", *keys, algorithm), gamma)
+        out[algorithm] = {}
+        for j, metric in enumerate(metrics):
+            point = aggregate(metric, arrays, gamma)
+            jk = jackknife(metric, arrays, gamma) if method == "bca" else None
+            lo, hi = interval(point, values[:, j], confidence, method, jk)
+            out[algorithm][metric] = (point, lo, hi)
+    return out

@@ -1,0 +1,174 @@
+"""Read a store: the tidy score table, the run status, and the store as an audit :class:`Source`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rlaudit.errors import InputError
+from rlaudit.scores import ScoreMeta, ScoreTable
+from rlaudit.store.sqlite import lock_holder, open_readonly
+
+EVAL_PROTOCOLS: tuple[str, ...] = ("final", "max")
+"""How a run's score at a budget is read: ``final`` = the evaluation at that budget; ``max`` = the best
+evaluation up to that budget (inflates results; offered so that an audit can show by how much)."""
+
+
+def _evaluations(con) -> pd.DataFrame:
+    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns FROM evaluations e JOIN runs r USING (run_id) "
+                       "WHERE r.status = 'done' ORDER BY e.run_id, e.env_steps").fetchall()
+    return pd.DataFrame([(r[0], int(r[1]), float(np.mean(json.loads(r[2])))) for r in rows],
+                        columns=["run_id", "env_steps", "mean_return"])
+
+
+def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> ScoreTable:
+    """The store's finished runs as a tidy :class:`ScoreTable`, one row per (algorithm, task, seed, regime).
+
+    A run's score at a budget is the mean return over its evaluation episodes at that budget (``final``),
+    or the largest such mean among its evaluations up to that budget (``max``). Only ``done`` runs count.
+
+    Args:
+        path: the store.
+        eval_protocol: ``final`` or ``max``.
+
+    Returns:
+        Columns ``algorithm, task, run, budget, score, score_kind, regime, regime_kind, eval_protocol``.
+
+    Raises:
+        InputError: bad store, unknown protocol, or no finished run yet.
+    """
+    if eval_protocol not in EVAL_PROTOCOLS:
+        raise InputError(f"--protocol: {eval_protocol!r} is not one of {', '.join(EVAL_PROTOCOLS)}")
+    path = Path(path)
+    con = open_readonly(path)
+    try:
+        regimes = con.execute("SELECT name, budget, kind, run_regime FROM regimes ORDER BY budget").fetchall()
+        runs = {r["run_id"]: r for r in con.execute(
+            "SELECT run_id, task, label, seed, regime, status FROM runs")}
+        evals = _evaluations(con)
+    finally:
+        con.close()
+    done = [r for r in runs.values() if r["status"] == "done"]
+    if not done:
+        counts = _count(runs.values())
+        raise InputError(f"{path}: no finished run yet ({counts}); run 'rlaudit run' first")
+    by_run = {rid: g for rid, g in evals.groupby("run_id", sort=False)}
+    rows = []
+    for r in sorted(done, key=lambda r: r["run_id"]):
+        g = by_run.get(r["run_id"])
+        for name, budget, kind, run_regime in regimes:
+            if r["regime"] != run_regime:
+                continue
+            if g is None:
+                raise InputError(f"{path}: run {r['run_id']} is marked done but has no evaluation; the store "
+                                 f"is inconsistent")
+            at = g[g["env_steps"] >= budget]
+            if at.empty:
+                raise InputError(f"{path}: run {r['run_id']} is marked done but has no evaluation at budget "
+                                 f"{budget}; the store is inconsistent")
+            final_steps = int(at["env_steps"].iloc[0])
+            if eval_protocol == "final":
+                score = float(at["mean_return"].iloc[0])
+            else:
+                score = float(g.loc[g["env_steps"] <= final_steps, "mean_return"].max())
+            rows.append((r["label"], r["task"], str(r["seed"]), int(budget), score, "eval", name, kind,
+                         eval_protocol))
+    frame = pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score", "score_kind", "regime",
+                                        "regime_kind", "eval_protocol"])
+    notes = [f"scores are mean returns over each evaluation's episodes; eval protocol '{eval_protocol}'"
+             + (" (best evaluation up to each budget: inflates results)" if eval_protocol == "max" else "")]
+    nested = [(n, b) for n, b, k, _ in regimes if k == "nested"]
+    if len(nested) > 1:
+        top = nested[-1][1]
+        notes.append(f"nested budgets {', '.join(str(b) for _, b in nested[:-1])} are anytime readings of runs "
+                     f"trained (schedules included) for {top} env steps, not runs trained for those budgets")
+    sep = [(n, b) for n, b, k, _ in regimes if k == "separate"]
+    if sep:
+        notes.append("separate regimes " + ", ".join(f"{n} ({b})" for n, b in sep)
+                     + " are runs trained for that budget")
+    missing = len(runs) - len(done)
+    if missing:
+        notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
+    meta = ScoreMeta(budget_unit="env_steps", score_kind="eval", source=str(path), notes=tuple(notes))
+    return ScoreTable.from_frame(frame, meta, where=str(path), line_offset=1)
+
+
+def _count(runs) -> str:
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no runs"
+
+
+def store_status(path: str | os.PathLike) -> pd.DataFrame:
+    """Runs per (algorithm, task, regime) by status.
+
+    ``running`` is reported as ``interrupted`` when no driver holds the store.
+
+    Returns:
+        Columns ``algorithm, task, regime, done, running, interrupted, failed, pending, total``.
+    """
+    path = Path(path)
+    con = open_readonly(path)
+    try:
+        rows = con.execute("SELECT label, task, regime, status FROM runs").fetchall()
+    finally:
+        con.close()
+    live = lock_holder(path)
+    cols = ["done", "running", "interrupted", "failed", "pending"]
+    df = pd.DataFrame([(r[0], r[1], r[2], r[3] if (r[3] != "running" or live) else "interrupted") for r in rows],
+                      columns=["algorithm", "task", "regime", "status"])
+    if df.empty:
+        return pd.DataFrame(columns=["algorithm", "task", "regime", *cols, "total"])
+    out = (df.groupby(["algorithm", "task", "regime"], sort=True)["status"].value_counts().unstack(fill_value=0)
+           .reindex(columns=cols, fill_value=0).reset_index())
+    out["total"] = out[cols].sum(axis=1)
+    out.columns.name = None
+    return out
+
+
+def failures(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """``(run_id, last line of the traceback)`` of every failed run."""
+    con = open_readonly(path)
+    try:
+        rows = con.execute("SELECT run_id, error FROM runs WHERE status='failed' ORDER BY run_id").fetchall()
+    finally:
+        con.close()
+    return [(r[0], ((r[1] or "").strip().splitlines() or [""])[-1]) for r in rows]
+
+
+def stored_protocol_text(path: str | os.PathLike) -> tuple[str, str]:
+    """``(text, original path)`` of the protocol the store was made from (latest text with its hash)."""
+    con = open_readonly(path)
+    try:
+        h = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+        row = con.execute("SELECT text, path FROM protocols WHERE hash=?", (h[0] if h else "",)).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        raise InputError(f"{path}: the store has no protocol recorded")
+    return row[0], row[1]
+
+
+def source_from_store(path: str | os.PathLike, eval_protocol: str = "final"):
+    """The store as an audit :class:`~rlaudit.sources.Source`: scores plus what its protocol says.
+
+    Args:
+        path: the store.
+        eval_protocol: ``final`` or ``max`` (see :func:`export_table`).
+    """
+    from rlaudit.protocol.loader import parse_protocol
+    from rlaudit.sources import Source
+
+    path = Path(path)
+    table = export_table(path, eval_protocol)
+    text, original = stored_protocol_text(path)
+    protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
+    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.kind} for r in protocol.regimes)
+    return Source(table=table, path=str(path), protocol=protocol.name, title=protocol.title or None,
+                  citation=protocol.citation or None, normalization=protocol.normalization,
+                  audit=protocol.audit.to_dict(), claims=protocol.claims, budget_labels=labels)

@@ -1,0 +1,380 @@
+"""The run store: one SQLite file per sweep, written only by the driver.
+
+Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every change):
+
+- 1 (2026-11-30): tables ``meta``, ``protocols``, ``regimes``, ``runs``, ``evaluations``.
+
+Durability: WAL journal, ``synchronous=FULL``, one transaction per event (a run started, an evaluation, a
+run finished or failed), so a killed driver loses at most the event in flight. A run's evaluations count
+only once the run is ``done``; a run found ``running`` when a driver starts was interrupted and restarts from
+scratch, its partial evaluations deleted in the same transaction. One writer: ``rlaudit run`` holds an
+exclusive ``flock`` on the store file for its whole life; a second one is refused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import socket
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rlaudit.errors import InputError
+
+SCHEMA_VERSION = 1
+"""Version of the store schema written by this rlaudit (history in the module docstring)."""
+
+STATUSES: tuple[str, ...] = ("pending", "running", "done", "failed")
+"""Run states. ``running`` in a store that no driver holds means the driver was interrupted."""
+
+_SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE protocols (
+    hash        TEXT PRIMARY KEY,   -- hash of the run-defining content (Protocol.hash)
+    name        TEXT NOT NULL,
+    path        TEXT NOT NULL,      -- file the text was read from
+    text        TEXT NOT NULL,      -- full text of the protocol file, latest seen with this hash
+    text_sha256 TEXT NOT NULL,
+    added       TEXT NOT NULL,
+    updated     TEXT NOT NULL
+);
+CREATE TABLE regimes (
+    name       TEXT PRIMARY KEY,
+    budget     INTEGER NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN ('nested', 'separate')),
+    run_regime TEXT NOT NULL        -- regime part of the ids of the runs that serve this budget
+);
+CREATE TABLE runs (
+    run_id      TEXT PRIMARY KEY,   -- task__label__seed__regime
+    task        TEXT NOT NULL,
+    algorithm   TEXT NOT NULL,      -- registry name
+    label       TEXT NOT NULL,      -- name in the score table
+    seed        INTEGER NOT NULL,
+    regime      TEXT NOT NULL,      -- 'nested' or the separate regime's name
+    regime_kind TEXT NOT NULL CHECK (regime_kind IN ('nested', 'separate')),
+    budgets     TEXT NOT NULL,      -- JSON list of evaluation budgets, ascending
+    spec        TEXT NOT NULL,      -- JSON of the RunSpec
+    status      TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    worker      TEXT,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    started     TEXT,
+    finished    TEXT,
+    wall_time   REAL,               -- seconds, start to finish
+    env_steps   INTEGER,            -- env steps trained
+    error       TEXT                -- traceback of the last failure
+);
+CREATE TABLE evaluations (
+    run_id    TEXT NOT NULL REFERENCES runs(run_id),
+    env_steps INTEGER NOT NULL,     -- training env steps when evaluated
+    returns   TEXT NOT NULL,        -- JSON list, one return per episode
+    lengths   TEXT NOT NULL,        -- JSON list, one length per episode
+    wall_time REAL NOT NULL,        -- seconds since the run started
+    PRIMARY KEY (run_id, env_steps)
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def library_versions() -> dict[str, str]:
+    """Versions recorded in ``meta``: rlaudit, SB3, torch, gymnasium, ale-py, Python, host."""
+    from importlib import metadata
+
+    from rlaudit import __version__
+
+    out = {"rlaudit": __version__, "python": platform.python_version(), "host": socket.gethostname(),
+           "platform": platform.platform()}
+    for dist in ("stable-baselines3", "sb3-contrib", "torch", "gymnasium", "ale-py", "minatar", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), timeout=30, isolation_level=None)  # explicit transactions only
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def check_store_file(path: Path) -> sqlite3.Connection:
+    """Open an existing store and check that it is an intact rlaudit store of a readable version.
+
+    Raises:
+        InputError: not SQLite, corrupted, not an rlaudit store, or a newer schema.
+    """
+    where = str(path)
+    try:
+        con = _connect(path)
+        ok = con.execute("PRAGMA quick_check").fetchone()[0]
+        if ok != "ok":
+            con.close()
+            raise InputError(f"{where}: the store file is corrupted (SQLite integrity check: {ok}); "
+                             f"restore a backup or start again with --new-store")
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{where}: not a readable rlaudit store ({exc}); the file is corrupted or not SQLite "
+                         f"(start again with --new-store)") from None
+    if not {"meta", "runs", "evaluations", "protocols", "regimes"} <= tables:
+        con.close()
+        raise InputError(f"{where}: an SQLite file but not an rlaudit store (tables: {', '.join(sorted(tables)) or 'none'})")
+    row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    version = int(row[0]) if row else -1
+    if version > SCHEMA_VERSION:
+        con.close()
+        raise InputError(f"{where}: store schema version {version} is newer than this rlaudit reads "
+                         f"({SCHEMA_VERSION}); upgrade rlaudit")
+    if version < 1:
+        con.close()
+        raise InputError(f"{where}: store has no schema version; not an rlaudit store")
+    return con
+
+
+def check_writable(path: Path) -> None:
+    """Raise :class:`InputError` unless a store can be created or updated at ``path``."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory; give a store file path like sweeps/NAME/store.sqlite")
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: cannot write the store here ({probe} is not a writable directory)")
+    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: cannot write the store here ({parent} is not a writable directory)")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{path}: the store file is not writable")
+
+
+def lock_holder(path: Path) -> bool:
+    """Whether some process holds the run lock of the store at ``path``."""
+    if not path.exists():
+        return False
+    with open(path, "rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+class Store:
+    """A store opened for writing by one driver (holds the run lock until :meth:`close`)."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection, lock_fh):
+        self.path = path
+        self.con = con
+        self._lock_fh = lock_fh
+
+    # ------------------------------------------------------------------------------------------ opening
+    @classmethod
+    def open_for_run(cls, path: str | os.PathLike, protocol, new_store: bool = False, check_only: bool = False
+                     ) -> Store | None:
+        """Open (or create) the store of ``protocol`` at ``path`` for a driver.
+
+        Args:
+            path: the store file.
+            protocol: the :class:`~rlaudit.protocol.schema.Protocol` being run.
+            new_store: if a store of another protocol (or a corrupted file) is at ``path``, move it aside to
+                ``<path>.<UTC time>.bak`` and start a new one.
+            check_only: run every check (writable, lock, corruption, protocol hash) and return ``None``
+                without creating or changing anything.
+
+        Raises:
+            InputError: unwritable path, a store of another protocol, a corrupted file, or another
+                ``rlaudit run`` holding the store.
+        """
+        path = Path(path)
+        check_writable(path)
+        if path.exists():
+            if lock_holder(path):
+                raise InputError(f"{path}: another 'rlaudit run' is writing this store; wait for it to finish "
+                                 f"(or stop it) before running again")
+            try:
+                con = check_store_file(path)
+                row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+                name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
+                con.close()
+                if row and row[0] != protocol.hash:
+                    raise InputError(
+                        f"{path}: this store holds runs of another protocol ({name[0] if name else '?'}, hash "
+                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}); use another "
+                        f"--store, or --new-store to move the old store aside and start again")
+            except InputError:
+                if not new_store:
+                    raise
+                if not check_only:
+                    _move_aside(path)
+        if check_only:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists()
+        con = _connect(path)
+        lock_fh = open(path, "rb")
+        try:
+            fcntl.flock(lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_fh.close()
+            con.close()
+            raise InputError(f"{path}: another 'rlaudit run' is writing this store") from None
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=FULL")
+        store = cls(path, con, lock_fh)
+        if fresh:
+            store._create(protocol)
+        return store
+
+    def _create(self, protocol) -> None:
+        meta = {"schema_version": str(SCHEMA_VERSION), "created": _now(), "argv": json.dumps(sys.argv),
+                "protocol_hash": protocol.hash, "protocol_name": protocol.name, **library_versions()}
+        with self.transaction() as con:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    con.execute(stmt)
+            con.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(meta.items()))
+
+    # ------------------------------------------------------------------------------------------ writes
+    def transaction(self):
+        """Context manager: ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error)."""
+        return _Transaction(self.con)
+
+    def sync_plan(self, plan) -> None:
+        """Record the protocol text, the regimes and every planned run (new runs as ``pending``)."""
+        import hashlib
+
+        p = plan.protocol
+        now = _now()
+        with self.transaction() as con:
+            con.execute("INSERT INTO protocols(hash, name, path, text, text_sha256, added, updated) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO UPDATE SET text=excluded.text, "
+                        "path=excluded.path, name=excluded.name, text_sha256=excluded.text_sha256, "
+                        "updated=excluded.updated",
+                        (p.hash, p.name, p.path, p.text, hashlib.sha256(p.text.encode()).hexdigest(), now, now))
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_argv', ?)", (json.dumps(sys.argv),))
+            con.executemany("INSERT OR REPLACE INTO regimes(name, budget, kind, run_regime) VALUES (?, ?, ?, ?)",
+                            [(lb.regime, lb.budget, lb.regime_kind, lb.run_regime) for lb in plan.labels])
+            con.executemany(
+                "INSERT OR IGNORE INTO runs(run_id, task, algorithm, label, seed, regime, regime_kind, budgets, "
+                "spec, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                [(r.run_id, r.task.id, r.algorithm.name, r.algorithm.label, r.seed, r.regime, r.regime_kind,
+                  json.dumps(list(r.budgets)), r.to_json()) for r in plan.runs])
+
+    def reset_unfinished(self, run_ids: Iterable[str] | None = None) -> int:
+        """Make interrupted (``running``) and ``failed`` runs ``pending`` again, deleting their evaluations.
+
+        Args:
+            run_ids: restrict to these runs (default: all).
+
+        Returns:
+            Number of runs reset.
+        """
+        rows = self.con.execute("SELECT run_id FROM runs WHERE status IN ('running', 'failed')").fetchall()
+        ids = [r[0] for r in rows]
+        if run_ids is not None:
+            keep = set(run_ids)
+            ids = [i for i in ids if i in keep]
+        with self.transaction() as con:
+            for rid in ids:
+                con.execute("DELETE FROM evaluations WHERE run_id=?", (rid,))
+                con.execute("UPDATE runs SET status='pending', worker=NULL WHERE run_id=?", (rid,))
+        return len(ids)
+
+    def started(self, run_id: str, worker: str) -> None:
+        """Mark ``run_id`` running on ``worker``; earlier partial evaluations of it are deleted."""
+        with self.transaction() as con:
+            con.execute("DELETE FROM evaluations WHERE run_id=?", (run_id,))
+            con.execute("UPDATE runs SET status='running', worker=?, started=?, finished=NULL, error=NULL, "
+                        "attempts=attempts+1 WHERE run_id=?", (worker, _now(), run_id))
+
+    def record(self, rec) -> None:
+        """Store one :class:`~rlaudit.run.spec.EvalRecord`."""
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO evaluations(run_id, env_steps, returns, lengths, wall_time) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (rec.run_id, int(rec.env_steps), json.dumps([float(x) for x in rec.returns]),
+                         json.dumps([int(x) for x in rec.lengths]), float(rec.wall_time)))
+
+    def finished(self, result) -> None:
+        """Mark a run done."""
+        with self.transaction() as con:
+            con.execute("UPDATE runs SET status='done', finished=?, wall_time=?, env_steps=? WHERE run_id=?",
+                        (_now(), float(result.wall_time), int(result.env_steps), result.run_id))
+
+    def failed(self, run_id: str, error: str) -> None:
+        """Mark a run failed with its traceback (its partial evaluations stay, for diagnosis only)."""
+        with self.transaction() as con:
+            con.execute("UPDATE runs SET status='failed', finished=?, error=? WHERE run_id=?",
+                        (_now(), error, run_id))
+
+    def restarted(self, run_id: str, reason: str) -> None:
+        """Discard a run's partial evaluations; it will start again."""
+        with self.transaction() as con:
+            con.execute("DELETE FROM evaluations WHERE run_id=?", (run_id,))
+            con.execute("UPDATE runs SET status='pending', error=? WHERE run_id=?", (f"restarted: {reason}", run_id))
+
+    def statuses(self) -> dict[str, str]:
+        """``run_id -> status``."""
+        return {r[0]: r[1] for r in self.con.execute("SELECT run_id, status FROM runs")}
+
+    def close(self) -> None:
+        """Checkpoint the WAL into the main file, close, release the lock."""
+        try:
+            self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError:
+            pass
+        self.con.close()
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+
+class _Transaction:
+    def __init__(self, con: sqlite3.Connection):
+        self.con = con
+
+    def __enter__(self) -> sqlite3.Connection:
+        if self.con.in_transaction:  # left open by a Ctrl-C that landed between BEGIN and the block
+            self.con.execute("ROLLBACK")
+        self.con.execute("BEGIN IMMEDIATE")
+        return self.con
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _move_aside(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    dest = path.with_name(f"{path.name}.{stamp}.bak")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            os.replace(src, Path(str(dest) + suffix))
+    return dest
+
+
+def open_readonly(path: str | os.PathLike) -> sqlite3.Connection:
+    """Open an existing store for reading (``status``, ``export``, ``audit``).
+
+    Raises:
+        InputError: missing, corrupted, or not an rlaudit store.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such store")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a store file (.sqlite)")
+    return check_store_file(path)

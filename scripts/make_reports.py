@@ -1,0 +1,74 @@
+"""Regenerate the recorded reports under ``reports/`` (``make reports``).
+
+For every bundled published protocol (``protocols/published/*.toml``) this runs
+``rlaudit report PROTOCOL --data DATA -o reports/<protocol-name>`` with the protocol's own audit settings
+(default bootstrap sizes), and for the recorded quickstart sweep (``sweeps/quickstart/``, when present) it
+renders ``reports/quickstart`` from the sweep's ``audit/audit.json`` (else its store). Each report is
+written into a fresh folder and swapped in only when it succeeded, so a failure leaves the previous
+recorded report untouched. Exit status 1 when any report failed.
+
+Usage: ``python scripts/make_reports.py [--data ../shared/data] [--only NAME ...] [--reps N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _jobs(data: Path) -> list[tuple[str, list[str]]]:
+    jobs = []
+    for proto in sorted((REPO / "protocols" / "published").glob("*.toml")):
+        name = tomllib.loads(proto.read_text(encoding="utf-8")).get("name") or proto.stem
+        jobs.append((name, [str(proto.relative_to(REPO)), "--data", str(data)]))
+    sweep = REPO / "sweeps" / "quickstart"
+    for candidate in (sweep / "audit" / "audit.json", sweep / "store.sqlite"):
+        if candidate.exists():
+            jobs.append(("quickstart", [str(candidate.relative_to(REPO))]))
+            break
+    return jobs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"), help="published data folder")
+    ap.add_argument("--only", nargs="*", help="report names to regenerate (default: all)")
+    ap.add_argument("--reps", help="bootstrap replicates (default: the audit's default)")
+    args = ap.parse_args()
+    rlaudit = Path(sys.executable).with_name("rlaudit")
+    exe = [str(rlaudit)] if rlaudit.exists() else [sys.executable, "-m", "rlaudit"]
+    failed = []
+    for name, source_args in _jobs(Path(args.data)):
+        if args.only and name not in args.only:
+            continue
+        dest = REPO / "reports" / name
+        stage = REPO / "reports" / f".{name}.new"
+        shutil.rmtree(stage, ignore_errors=True)
+        cmd = [*exe, "report", *source_args, "-o", str(stage)]
+        if args.reps and source_args[0].endswith((".toml", ".sqlite")):
+            cmd += ["--reps", args.reps]
+        print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=REPO)
+        if proc.returncode != 0:
+            print(f"!! {name}: failed (exit {proc.returncode}); previous report kept", flush=True)
+            shutil.rmtree(stage, ignore_errors=True)
+            failed.append(name)
+            continue
+        shutil.rmtree(dest, ignore_errors=True)
+        stage.rename(dest)
+        print(f"   {name}: reports/{name}/ in {time.perf_counter() - t:.0f} s", flush=True)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

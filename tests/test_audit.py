@@ -1,0 +1,493 @@
+"""Tests of the audit layer: error control, decisions, inversions, runs needed, claims, checklist, result."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from rlaudit.audit import AuditResult, AuditSettings, run_audit
+from rlaudit.audit.checklist import MIN_RUNS
+from rlaudit.audit.claims import Claim, check_claims, load_claims_file, overall_verdict, parse_claims
+from rlaudit.audit.inversions import classify, find_crossovers, metric_sensitivity
+from rlaudit.audit.orderings import (control_family, extremes, interval_at, interval_from_extremes, max_tail_limit,
+                                     p_value, percentile_interval, tail_counts)
+from rlaudit.audit.runs_needed import runs_needed
+from rlaudit.errors import InputError
+from rlaudit.scores import ScoreMeta, ScoreTable
+
+FAST = AuditSettings(reps=1_000, reps_pairwise=200)
+
+
+def table_from(cells: dict, meta: ScoreMeta | None = None, extra: dict | None = None) -> ScoreTable:
+    """``{(algorithm, task, budget): scores}`` -> ScoreTable (run ids 0..n-1)."""
+    rows = []
+    for (a, t, b), scores in cells.items():
+        for r, x in enumerate(scores):
+            rows.append({"algorithm": a, "task": t, "run": r, "budget": b, "score": float(x),
+                         **{k: f(a, t, b) for k, f in (extra or {}).items()}})
+    return ScoreTable.from_frame(pd.DataFrame(rows), meta)
+
+
+def normal_table(means: dict, n_tasks: int = 5, n_runs: int = 10, sd: float = 0.3, seed: int = 0) -> ScoreTable:
+    """``{(algorithm, budget): mean}`` -> Gaussian scores on ``n_tasks`` tasks."""
+    rng = np.random.default_rng(seed)
+    return table_from({(a, f"task{t}", b): rng.normal(mu, sd, n_runs)
+                       for (a, b), mu in means.items() for t in range(n_tasks)})
+
+
+# ------------------------------------------------------------------------------------ error control
+
+def test_holm_hand_computed():
+    # n = 100 replicates; tails 3, 0, 40, 1 -> p = .06, 0, .80, .02. m = 4, alpha = .05:
+    # step 1 tests tail 0: 4 * 0 < .05, decided; step 2 tests tail 1: 3 * .02 = .06, stop.
+    fam = control_family([3, 0, 40, 1], 100, 0.05, "holm")
+    assert fam.decided.tolist() == [False, True, False, False]
+    np.testing.assert_array_equal(fam.p_values, [0.06, 0.0, 0.8, 0.02])
+    np.testing.assert_allclose(fam.p_adjusted, [0.12, 0.0, 0.8, 0.06], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(fam.levels, [0.05 / 3, 0.05 / 4, 0.05 / 3, 0.05 / 3], rtol=0, atol=1e-18)
+    # K: tail counts t with c * 2t/100 < .05 -> c = 4: t = 0 only; c = 3: t = 0 only
+    assert fam.tail_limits.tolist() == [1, 1, 1, 1]
+    assert ((fam.p_adjusted < 0.05) == fam.decided).all()
+
+
+def test_holm_rejects_more_than_bonferroni_when_step_down_helps():
+    # tails 0, 0, 1 of n = 100: Bonferroni 3 * .02 = .06 >= .05 leaves tail 1 undecided; Holm's third step
+    # multiplies by 1 (.02 < .05) and decides it. K per step: c = 3 -> t = 0; c = 2 -> t = 0, 1; c = 1 -> t = 0..2.
+    holm = control_family([0, 0, 1], 100, 0.05, "holm")
+    bonf = control_family([0, 0, 1], 100, 0.05, "bonferroni")
+    assert holm.decided.tolist() == [True, True, True]
+    assert holm.tail_limits.tolist() == [1, 2, 3]
+    np.testing.assert_allclose(holm.p_adjusted, [0.0, 0.0, 0.02], rtol=0, atol=1e-15)
+    assert bonf.decided.tolist() == [True, True, False]
+    np.testing.assert_allclose(bonf.p_adjusted, [0.0, 0.0, 0.06], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(bonf.levels, [0.05 / 3] * 3, rtol=0, atol=1e-18)
+
+
+def test_percentile_interval_hand_computed():
+    d = np.array([4.0, -2.0, 0.0, 7.0, 1.0, -1.0, 5.0, 2.0, 6.0, 3.0])  # sorted: -2 -1 0 1 2 3 4 5 6 7
+    assert interval_at(d, 1) == (-2.0, 7.0)
+    assert interval_at(d, 3) == (0.0, 5.0)
+    assert percentile_interval(d, 0.5) == (0.0, 5.0)  # k = ceil(0.5 * 10 / 2) = 3
+    assert tail_counts(d) == (3, 8)
+    assert p_value(d) == 0.6
+
+
+@pytest.mark.parametrize("correction", ["holm", "bonferroni"])
+def test_decision_interval_and_adjusted_p_agree(correction):
+    """decided <=> interval excludes 0 <=> p_adjusted < alpha, over random families with ties and round
+    replicate counts (where floating-point boundaries would bite)."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.choice([100, 200, 1000, 2000, int(rng.integers(10, 3000))]))
+        m = int(rng.integers(1, 12))
+        alpha = float(rng.choice([0.05, 0.01, 0.1, rng.uniform(0.001, 0.3)]))
+        diffs = [np.round(rng.normal(rng.normal(0, 1.5), 1, n), int(rng.integers(0, 3))) for _ in range(m)]
+        fam = control_family([min(tail_counts(d)) for d in diffs], n, alpha, correction)
+        k_max = max_tail_limit(n, alpha)
+        for i, d in enumerate(diffs):
+            lo, hi = interval_at(d, int(fam.tail_limits[i]))
+            assert bool(fam.decided[i]) == (lo > 0 or hi < 0) == (fam.p_adjusted[i] < alpha)
+            # the audit keeps only the k_max extremes of each difference; same interval
+            assert fam.tail_limits[i] <= k_max
+            assert interval_from_extremes(extremes(d, k_max), int(fam.tail_limits[i])) == (lo, hi)
+
+
+# ----------------------------------------------------------------------------------- tiny end to end
+
+def test_tiny_data_decisions_hand_computed():
+    # Every resample of A has IQM >= 10 and every resample of B <= 2, so D >= 8 in every replicate.
+    cells = {}
+    for t in ("t1", "t2"):
+        cells[("A", t, 5)] = [10.0, 12.0]
+        cells[("B", t, 5)] = [0.0, 2.0]
+        cells[("C", t, 5)] = [10.0, 12.0]
+    res = run_audit(table_from(cells), AuditSettings(reps=500, reps_pairwise=200, normalization="none"))
+    ab = res.ordering(5, "A", "B")
+    assert (ab["a"], ab["b"], ab["decision"]) == ("A", "B", "a>b")
+    assert ab["diff_point"] == 10.0  # IQM(A) = mean(10, 12) = 11, IQM(B) = 1
+    assert ab["p_value"] == 0.0 and 8.0 <= ab["diff_lo"] <= ab["diff_hi"] <= 12.0
+    assert ab["p_improvement"] == 1.0 and ab["runs_needed"] is None
+    ac = res.ordering(5, "A", "C")
+    assert ac["decision"] == "inconclusive" and ac["diff_point"] == 0.0
+    assert ac["p_improvement"] == 0.5  # per task: (1/2 + 0 + 1 + 1/2) / 4
+    assert ac["runs_needed"] == 1_000 and ac["runs_needed_capped"]  # zero effect -> "> cap"
+    iqm = {r["algorithm"]: r["point"] for r in res.aggregates if r["metric"] == "iqm"}
+    assert iqm == {"A": 11.0, "B": 1.0, "C": 11.0}
+    ranks = {r["algorithm"]: r["probs"] for r in res.rank_distribution}
+    assert ranks["B"] == [0.0, 0.0, 1.0]
+    np.testing.assert_allclose(np.array(ranks["A"]) + np.array(ranks["C"]), [1.0, 1.0, 0.0])
+
+
+def test_optimality_gap_lower_is_better():
+    cells = {("A", t, 1): np.linspace(0.8, 0.9, 10) for t in "xyz"} | \
+            {("B", t, 1): np.linspace(0.1, 0.2, 10) for t in "xyz"}
+    res = run_audit(table_from(cells), AuditSettings(metric="og", reps=500, reps_pairwise=200))
+    o = res.ordering(1, "A", "B")
+    assert o["metric"] == "og" and o["diff_point"] < 0 and o["decision"] == "a>b"
+    probs = {r["algorithm"]: r["probs"] for r in res.rank_distribution}
+    assert probs["A"] == [1.0, 0.0]
+
+
+def test_aggregate_points_equal_independent_computation():
+    table = normal_table({("A", 1): 0.5, ("B", 1): 0.4}, n_tasks=4, n_runs=7, seed=11)
+    res = run_audit(table, FAST)
+    f = table.frame
+    a = f[f["algorithm"] == "A"]
+    by_task = [g["score"].to_numpy() for _, g in a.groupby("task")]
+    expect = {"iqm": scipy.stats.trim_mean(a["score"], 0.25), "mean": np.mean([x.mean() for x in by_task]),
+              "median": np.median([x.mean() for x in by_task]),
+              "og": np.mean([np.mean(1.0 - np.minimum(x, 1.0)) for x in by_task])}
+    got = {r["metric"]: r["point"] for r in res.aggregates if r["algorithm"] == "A"}
+    for m, v in expect.items():
+        assert got[m] == pytest.approx(v, abs=1e-12), m
+    o = res.ordering(1, "A", "B")
+    b_iqm = next(r["point"] for r in res.aggregates if r["algorithm"] == "B" and r["metric"] == "iqm")
+    assert o["diff_point"] == pytest.approx(got["iqm"] - b_iqm, abs=1e-15)
+
+
+# --------------------------------------------------------------------------------------- inversions
+
+@pytest.mark.parametrize("d_low, d_high, p_low, p_high, kind", [
+    ("a>b", "b>a", "a>b", "b>a", "confirmed"),
+    ("b>a", "a>b", "b>a", "a>b", "confirmed"),
+    ("a>b", "inconclusive", "a>b", "a>b", "lost"),
+    ("inconclusive", "b>a", "a>b", "b>a", "lost"),
+    ("inconclusive", "inconclusive", "a>b", "b>a", "unconfirmed"),
+    ("inconclusive", "inconclusive", "a>b", "a>b", "stable"),
+    ("inconclusive", "inconclusive", "tie", "b>a", "stable"),
+    ("a>b", "a>b", "a>b", "a>b", "stable"),
+])
+def test_classify(d_low, d_high, p_low, p_high, kind):
+    assert classify(d_low, d_high, p_low, p_high) == kind
+
+
+def test_crossover_interval_skips_inconclusive_budgets():
+    decisions = {("A", "B"): ["a>b", "a>b", "inconclusive", "inconclusive", "b>a", "b>a", "a>b"]}
+    out = find_crossovers([1, 2, 3, 4, 5, 6, 7], decisions, "iqm")
+    assert [(c["from"], c["to"], c["last_budget_before"], c["first_budget_after"]) for c in out] == \
+        [("a>b", "b>a", 2, 5), ("b>a", "a>b", 6, 7)]
+
+
+def test_planted_inversion_is_confirmed():
+    # A clearly beats B at the low budget, B clearly beats A at the high one; C sits between and is
+    # decided against A only at the high budget.
+    table = normal_table({("A", 10): 1.0, ("B", 10): 0.0, ("C", 10): 0.8,
+                          ("A", 20): 0.0, ("B", 20): 1.0, ("C", 20): 0.8}, seed=1)
+    claims = parse_claims([{"better": "A", "worse": "B", "text": "A beats B"}], "test")
+    res = run_audit(table, FAST, claims)
+    kinds = {(i["a"], i["b"]): i["kind"] for i in res.inversions}
+    assert kinds[("A", "B")] == "confirmed"
+    inv = next(i for i in res.inversions if (i["a"], i["b"]) == ("A", "B"))
+    assert (inv["budget_low"], inv["budget_high"], inv["decision_low"], inv["decision_high"]) == \
+        (10, 20, "a>b", "b>a")
+    assert [(c["a"], c["b"], c["last_budget_before"], c["first_budget_after"]) for c in res.crossovers
+            if c["a"] == "A" and c["b"] == "B"] == [("A", "B", 10, 20)]
+    claim = res.claims[0]
+    assert [r["verdict"] for r in claim["per_budget"]] == ["holds", "reversed"]
+    assert claim["overall"] == "mixed: holds at 10, reversed at 20"
+
+
+def test_metric_sensitivity_mean_vs_median():
+    # A: four tasks near 0.1 and one at 10 -> mean favours A, median and IQM favour B (0.5 everywhere).
+    rng = np.random.default_rng(5)
+    cells = {("A", f"t{t}", 1): rng.normal(10.0 if t == 4 else 0.1, 0.01, 10) for t in range(5)} | \
+            {("B", f"t{t}", 1): rng.normal(0.5, 0.01, 10) for t in range(5)}
+    res = run_audit(table_from(cells), AuditSettings(reps=1_000, reps_pairwise=200, metrics=("iqm", "median", "mean")))
+    (row,) = res.metric_sensitivity
+    assert row["decisions"] == {"iqm": "b>a", "median": "b>a", "mean": "a>b"} and row["kind"] == "opposed"
+
+
+def test_metric_sensitivity_partial():
+    out = metric_sensitivity([1], {"iqm": {("A", "B"): ["a>b"]}, "mean": {("A", "B"): ["inconclusive"]}})
+    assert out == [{"budget": 1, "a": "A", "b": "B", "decisions": {"iqm": "a>b", "mean": "inconclusive"},
+                    "kind": "partial"}]
+
+
+# -------------------------------------------------------------------------------- null calibration
+
+def _null_rates(n_sims: int, n_runs: int, reps: int) -> tuple[int, int, int]:
+    """A and B drawn from one (skewed, task-scaled) distribution at 3 budgets; count audits with >= 1
+    decided ordering (a false decision) and with >= 1 confirmed inversion."""
+    settings = AuditSettings(reps=reps, reps_pairwise=100, metrics=("iqm",))
+    false_any = confirmed_any = 0
+    for sim in range(n_sims):
+        rng = np.random.default_rng(10_000 + sim)
+        cells = {(a, f"t{t}", b): rng.gamma(2.0, scale, n_runs)
+                 for b in (1, 2, 3) for t, scale in enumerate((1.0, 2.0, 5.0, 0.5, 3.0)) for a in "AB"}
+        res = run_audit(table_from(cells), settings)
+        false_any += any(o["decision"] != "inconclusive" for o in res.orderings)
+        confirmed_any += any(i["kind"] == "confirmed" for i in res.inversions)
+    return n_sims, false_any, confirmed_any
+
+
+def _binomial_bound(n: int, alpha: float) -> int:
+    """Largest count consistent with a true rate <= alpha: P(X > bound | rate = alpha) <= 1 %."""
+    return int(scipy.stats.binom.ppf(0.99, n, alpha))
+
+
+def test_null_calibration():
+    n, false_any, confirmed_any = _null_rates(n_sims=150, n_runs=20, reps=2_000)
+    bound = _binomial_bound(n, 0.05)
+    assert confirmed_any <= bound, f"{confirmed_any}/{n} null audits with a confirmed inversion (bound {bound})"
+    assert false_any <= bound, f"{false_any}/{n} null audits with a false decision (bound {bound})"
+
+
+@pytest.mark.slow
+def test_null_calibration_full():
+    n, false_any, confirmed_any = _null_rates(n_sims=1_000, n_runs=20, reps=5_000)
+    bound = _binomial_bound(n, 0.05)
+    assert confirmed_any <= bound and false_any <= bound, (false_any, confirmed_any, n, bound)
+
+
+# --------------------------------------------------------------------------------------- runs needed
+
+def test_runs_needed_formula():
+    z = scipy.stats.norm.ppf(0.975) + scipy.stats.norm.ppf(0.8)
+    assert runs_needed(0.1, 0.1, 10, 0.05, 1) == (math.ceil(10 * z * z), False) == (79, False)
+    # Bonferroni level over m = 6 orderings
+    z6 = scipy.stats.norm.ppf(1 - 0.05 / 12) + scipy.stats.norm.ppf(0.8)
+    assert runs_needed(-0.2, 0.1, 10, 0.05, 6) == (math.ceil(10 * (z6 * 0.5) ** 2), False)
+    assert runs_needed(0.0, 0.1, 10, 0.05, 1) == (1_000, True)
+    assert runs_needed(1e-4, 0.1, 10, 0.05, 1) == (1_000, True)
+    assert runs_needed(0.1, 0.1, 10, 0.05, 1, cap=50) == (50, True)
+    assert runs_needed(5.0, 0.1, 10, 0.05, 1) == (11, False)  # never below current + 1
+
+
+def test_runs_needed_against_simulation():
+    """At the estimated run count, a study whose true effect is the observed one decides the pair with
+    probability close to the stated power (0.8)."""
+    n_tasks, n_pilot, delta, sd = 4, 10, 0.15, 1.0
+    rng = np.random.default_rng(21)
+    # Pilot whose per-task samples have exactly mean delta (A) / 0 (B) and sd `sd`, so the observed
+    # effect is the true effect of the simulation below.
+    cells = {}
+    for t in range(n_tasks):
+        for a, mu in (("A", delta), ("B", 0.0)):
+            x = rng.normal(size=n_pilot)
+            cells[(a, f"t{t}", 1)] = mu + sd * (x - x.mean()) / x.std(ddof=1)
+    settings = AuditSettings(metric="mean", metrics=("mean",), reps=4_000, reps_pairwise=100)
+    pilot = run_audit(table_from(cells), settings).ordering(1, "A", "B")
+    assert pilot["decision"] == "inconclusive" and not pilot["runs_needed_capped"]
+    n_star = pilot["runs_needed"]
+    assert 30 < n_star < 200, n_star
+    sims = 60
+    settings = settings.replace(reps=1_000)
+    decided = 0
+    for s in range(sims):
+        r = np.random.default_rng(100 + s)
+        cells = {(a, f"t{t}", 1): r.normal(mu, sd, n_star)
+                 for t in range(n_tasks) for a, mu in (("A", delta), ("B", 0.0))}
+        decided += run_audit(table_from(cells), settings).ordering(1, "A", "B")["decision"] == "a>b"
+    # Power 0.8 -> expect 48 of 60; 0.8 +- 3 binomial sd (3.1) is [38, 58]
+    assert 38 <= decided <= 58, f"decided {decided}/{sims} at n* = {n_star} (target power 0.8)"
+
+
+# ----------------------------------------------------------------------------------------- claims
+
+def test_overall_verdict_wording():
+    assert overall_verdict([(1, "holds"), (2, "holds")]) == "holds at all budgets"
+    assert overall_verdict([(1, "holds"), (2, "inconclusive"), (3, "holds")]) == "holds only at 1, 3"
+    assert overall_verdict([(1, "reversed"), (2, "inconclusive")]) == "reversed at 1"
+    assert overall_verdict([(1, "reversed"), (2, "reversed")]) == "reversed at all budgets"
+    assert overall_verdict([(1, "holds"), (2, "reversed")]) == "mixed: holds at 1, reversed at 2"
+    assert overall_verdict([(1, "inconclusive")]) == "never decided"
+
+
+def test_parse_claims_errors():
+    with pytest.raises(InputError, match=r"c\.toml: claims\[0\]: unknown field 'beter' \(did you mean 'better'\?\)"):
+        parse_claims([{"beter": "A", "worse": "B"}], "c.toml")
+    with pytest.raises(InputError, match=r"claims\[1\]: field 'worse' must be an algorithm name"):
+        parse_claims([{"better": "A", "worse": "B"}, {"better": "A"}], "c.toml")
+    with pytest.raises(InputError, match=r"field 'metric' is 'iqr' \(did you mean 'iqm'\?\)"):
+        parse_claims([{"better": "A", "worse": "B", "metric": "iqr"}], "c.toml")
+    with pytest.raises(InputError, match=r"field 'budgets' must be a non-empty list of integers"):
+        parse_claims([{"better": "A", "worse": "B", "budgets": ["1e5"]}], "c.toml")
+    (c,) = parse_claims([{"better": "A", "worse": "B", "budgets": 5, "where": "p.toml: [[claims]] #1"}], "x")
+    assert c == Claim("A", "B", budgets=(5,), where="p.toml: [[claims]] #1")
+
+
+def test_check_claims_unknown_algorithm_and_budget():
+    (c,) = parse_claims([{"better": "Rainbw", "worse": "DQN"}], "c.toml")
+    with pytest.raises(InputError, match=r"c\.toml: claims\[0\]: unknown algorithm 'Rainbw' in 'better' "
+                                         r"\(did you mean 'Rainbow'\?\)"):
+        check_claims([c], ["DQN", "Rainbow"], [1])
+    (c,) = parse_claims([{"better": "Rainbow", "worse": "DQN", "budgets": [7]}], "c.toml")
+    with pytest.raises(InputError, match=r"budget 7 is not audited"):
+        check_claims([c], ["DQN", "Rainbow"], [1, 2])
+
+
+def test_load_claims_file(tmp_path):
+    p = tmp_path / "claims.toml"
+    p.write_text('[[claims]]\nbetter = "A"\nworse = "B"\nmetric = "median"\nbudgets = [20]\n', encoding="utf-8")
+    assert load_claims_file(p) == (Claim("A", "B", "median", (20,), where=f"{p}: claims[0]"),)
+    p.write_text('[[claim]]\nbetter = "A"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"unknown top-level key 'claim' \(did you mean 'claims'\?\)"):
+        load_claims_file(p)
+    p.write_text('[[claims]\n', encoding="utf-8")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_claims_file(p)
+
+
+def test_claim_with_other_metric_and_budget_subset():
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.0, ("A", 2): 1.0, ("B", 2): 0.0})
+    claims = parse_claims([{"better": "B", "worse": "A", "metric": "median", "budgets": [2]}], "t")
+    res = run_audit(table, FAST, claims)
+    (c,) = res.claims
+    assert c["metric"] == "median" and c["budgets"] == [2] and c["overall"] == "reversed at all budgets"
+    assert c["per_budget"][0]["diff_point"] < 0 and c["per_budget"][0]["diff_hi"] < 0
+    assert "median" in res.settings["metrics"]
+
+
+# ---------------------------------------------------------------------------------------- checklist
+
+def _ids(res: AuditResult) -> set[str]:
+    return {f["id"] for f in res.checklist}
+
+
+def test_checklist_few_and_unequal_runs():
+    rng = np.random.default_rng(0)
+    cells = {("A", t, 1): rng.random(12) for t in "xy"} | {("B", t, 1): rng.random(4) for t in "xy"}
+    res = run_audit(table_from(cells, ScoreMeta(normalized="minmax")), FAST)
+    few = next(f for f in res.checklist if f["id"] == "few-runs")
+    assert few["details"] == {"min_runs": {"B": 4}} and f"fewer than {MIN_RUNS}" in few["message"]
+    assert "unequal-runs" in _ids(res) and "raw-scores" not in _ids(res)
+
+
+def test_checklist_unequal_tasks_audits_common_tasks():
+    rng = np.random.default_rng(1)
+    cells = {("A", t, 1): rng.random(10) for t in "xyz"} | {("B", t, 1): rng.random(10) for t in "xy"}
+    table = table_from(cells)
+    res = run_audit(table, FAST)
+    assert res.data["tasks"] == ["x", "y"]
+    f = next(f for f in res.checklist if f["id"] == "unequal-tasks")
+    assert f["details"]["dropped_tasks"] == {"z": ["A"]} and "z (only A)" in f["message"]
+    pooled = np.concatenate([cells[("A", "x", 1)], cells[("A", "y", 1)]])
+    iqm_a = next(r["point"] for r in res.aggregates if r["algorithm"] == "A" and r["metric"] == "iqm")
+    assert iqm_a == pytest.approx(scipy.stats.trim_mean(pooled, 0.25), abs=1e-12)
+    assert "raw-scores" in _ids(res)
+
+
+def test_checklist_partial_budgets_and_requested_budget_missing():
+    rng = np.random.default_rng(2)
+    cells = {("A", t, b): rng.random(10) for t in "xy" for b in (1, 2)} | {("B", t, 1): rng.random(10) for t in "xy"}
+    table = table_from(cells)
+    res = run_audit(table, FAST)
+    assert res.budgets == [1]
+    f = next(f for f in res.checklist if f["id"] == "partial-budgets")
+    assert f["details"] == {"budgets": {"2": ["A"]}}
+    with pytest.raises(InputError, match=r"--budgets: budget 2 is missing for B .*\(it has budgets 1\)"):
+        run_audit(table, FAST.replace(budgets=(1, 2)))
+    with pytest.raises(InputError, match=r"--budgets: budget 3 is not in"):
+        run_audit(table, FAST.replace(budgets=(3,)))
+
+
+def test_checklist_score_kinds_and_max_over_evaluations():
+    rng = np.random.default_rng(3)
+    cells = {(a, t, 1): rng.random(10) for a in "AB" for t in "xy"}
+    mixed = table_from(cells, ScoreMeta(normalized="atari"),
+                       {"score_kind": lambda a, t, b: "train" if a == "B" else "eval",
+                        "eval_protocol": lambda a, t, b: "max" if a == "B" else "final"})
+    res = run_audit(mixed, FAST)
+    assert {"mixed-score-kind", "max-over-evaluations"} <= _ids(res)
+    assert res.data["score_kind"] == "mixed"
+    train = run_audit(table_from(cells, ScoreMeta(score_kind="train", normalized="atari")), FAST)
+    assert "train-scores" in _ids(train) and train.data["score_kind"] == "train"
+
+
+def test_single_run_is_an_error():
+    cells = {("A", "x", 1): [1.0, 2.0], ("B", "x", 1): [1.0], ("A", "y", 1): [1.0, 2.0], ("B", "y", 1): [3.0, 4.0]}
+    with pytest.raises(InputError, match=r"a single run for B/x/budget 1; the stratified bootstrap needs"):
+        run_audit(table_from(cells), FAST)
+
+
+# ------------------------------------------------------------------------------- result and seeds
+
+def test_seeded_and_round_trip(tmp_path):
+    table = normal_table({("A", 1): 0.5, ("B", 1): 0.45, ("A", 2): 0.6, ("B", 2): 0.7}, seed=4)
+    claims = parse_claims([{"better": "A", "worse": "B"}], "t")
+    one = run_audit(table, FAST, claims).to_dict()
+    two = run_audit(table, FAST, claims).to_dict()
+    other = run_audit(table, FAST.replace(seed=1), claims).to_dict()
+    for d in (one, two, other):
+        d.pop("created")
+    assert json.dumps(one) == json.dumps(two)
+    assert one["aggregates"] != other["aggregates"]
+    res = run_audit(table, FAST, claims)
+    path = res.write_json(tmp_path / "out" / "audit.json")
+    assert AuditResult.read_json(path) == res
+    assert [p.name for p in path.parent.iterdir()] == ["audit.json"]
+    doc = res.to_dict()
+    for key in ("schema_version", "budgets", "aggregates", "orderings", "inversions", "claims", "checklist",
+                "settings"):
+        assert key in doc
+    for key in ("seed", "reps", "alpha", "correction", "normalization", "correction_description"):
+        assert key in doc["settings"]
+    assert doc["rlaudit_version"]
+    with pytest.raises(InputError, match="schema version 99 is not supported"):
+        AuditResult.from_dict({**doc, "schema_version": 99})
+
+
+def test_default_settings_path_once():
+    """The default 50,000 replicates run once (small data) and keep 2,000 for pairwise quantities."""
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.9}, n_tasks=3, n_runs=10, seed=6)
+    res = run_audit(table)
+    assert res.settings["reps"] == 50_000 and res.settings["reps_pairwise"] == 2_000
+    assert res.settings["correction"] == "holm" and res.settings["alpha"] == 0.05
+    assert len(res.profiles[0]["taus"]) == len(res.profiles[0]["lo"])
+
+
+def test_bca_intervals_and_settings_errors():
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.9}, n_tasks=3, n_runs=10, seed=7)
+    res = run_audit(table, FAST.replace(interval_method="bca"))
+    for r in res.aggregates:
+        assert r["lo"] <= r["hi"]
+    with pytest.raises(InputError, match=r"--metric: unknown metric 'iqr' \(did you mean 'iqm'\?\)"):
+        run_audit(table, FAST.replace(metric="iqr"))
+    with pytest.raises(InputError, match=r"--alpha: must be between 0 and 1"):
+        run_audit(table, FAST.replace(alpha=1.5))
+    with pytest.raises(InputError, match=r"--correction: unknown correction 'holmes'"):
+        run_audit(table, FAST.replace(correction="holmes"))
+
+
+def test_profile_bands_match_stats_engine():
+    from rlaudit.audit import _profile_bands
+    from rlaudit.stats import profiles
+    from rlaudit.stats.bootstrap import rng_for
+
+    rng = np.random.default_rng(8)
+    s = [rng.random(10), rng.random(7)]
+    taus = profiles.default_taus(np.concatenate(s), n=11)
+    ours = _profile_bands(profiles, s, taus, 300, rng_for(0, "p"), 0.95)
+    theirs = profiles.profile_bands(s, taus, 300, rng_for(0, "p"), 0.95)
+    for x, y in zip(ours, theirs):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_progress_sink_sees_every_stage():
+    from rlaudit.audit import Progress
+
+    class Recorder(Progress):
+        def __init__(self):
+            self.stages, self.steps = [], {}
+
+        def start(self, stage, total):
+            self.stages.append((stage, total))
+            self.steps[stage] = 0
+            self._stage = stage
+
+        def advance(self, n=1):
+            self.steps[self._stage] += n
+
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.9, ("C", 1): 0.8, ("A", 2): 1.0, ("B", 2): 0.9, ("C", 2): 0.8},
+                         n_tasks=2, n_runs=3)
+    rec = Recorder()
+    run_audit(table, FAST, progress=rec)
+    assert [s for s, _ in rec.stages] == ["bootstrap aggregates", "probability of improvement",
+                                          "profiles and per-task intervals"]
+    assert all(rec.steps[s] == total for s, total in rec.stages)
+    assert dict(rec.stages)["probability of improvement"] == 3 * 2

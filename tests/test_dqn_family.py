@@ -1,0 +1,401 @@
+"""The DQN family: each component's defining mathematics on hand-built batches, composition, learning."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+
+from rlaudit.algorithms import get_spec, make_agent
+from rlaudit.algorithms import dqn_family as fam
+from rlaudit.algorithms.dqn_family import (
+    DQNFamily,
+    DuelingQNetwork,
+    FamilyCnnPolicy,
+    PrioritizedNStepReplayBuffer,
+    PrioritizedReplayBuffer,
+    SumTree,
+    annealed_beta,
+    dueling_combine,
+    importance_weights,
+    q_learning_target,
+)
+from rlaudit.errors import InputError
+from rlaudit.testing import evaluate
+
+# --- Double Q ------------------------------------------------------------------------------------------
+
+# Three transitions, three actions. Rows 0 and 2: online and target argmax agree; row 1: they differ.
+NEXT_Q_TARGET = th.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0], [0.0, 1.0, 9.0]])
+NEXT_Q_ONLINE = th.tensor([[0.0, 7.0, 1.0], [1.0, 2.0, 8.0], [3.0, 2.0, 4.0]])
+REWARDS = th.tensor([[1.0], [0.5], [-1.0]])
+DONES = th.tensor([[0.0], [0.0], [1.0]])
+
+
+def test_dqn_target_is_max_over_target_network():
+    target = q_learning_target(REWARDS, DONES, 0.5, NEXT_Q_TARGET)
+    assert target.tolist() == [[1.0 + 0.5 * 5.0], [0.5 + 0.5 * 4.0], [-1.0]]
+
+
+def test_double_target_differs_from_max_exactly_where_argmaxes_differ():
+    max_target = q_learning_target(REWARDS, DONES, 0.5, NEXT_Q_TARGET)
+    double = q_learning_target(REWARDS, DONES, 0.5, NEXT_Q_TARGET, NEXT_Q_ONLINE)
+    # Row 1: online picks action 2, target evaluates it at 3.0 instead of its own max 4.0.
+    assert double.tolist() == [[3.5], [0.5 + 0.5 * 3.0], [-1.0]]
+    differs = (double != max_target).squeeze(1)
+    argmax_differs = NEXT_Q_ONLINE.argmax(1) != NEXT_Q_TARGET.argmax(1)
+    # Row 2 is terminal: nothing is bootstrapped, so the targets agree although the argmaxes would not.
+    assert differs.tolist() == [False, True, False]
+    assert (differs == (argmax_differs & (DONES.squeeze(1) == 0))).all()
+
+
+def test_nstep_discounts_per_transition():
+    target = q_learning_target(REWARDS, th.zeros(3, 1), th.tensor([[0.25], [0.5], [1.0]]), NEXT_Q_TARGET)
+    assert target.tolist() == [[1.0 + 0.25 * 5.0], [0.5 + 0.5 * 4.0], [-1.0 + 9.0]]
+
+
+def test_double_flag_feeds_online_values_into_the_target(monkeypatch):
+    seen = []
+    real = fam.q_learning_target
+
+    def spy(rewards, dones, discounts, next_q_target, next_q_online=None):
+        seen.append(next_q_online is not None)
+        return real(rewards, dones, discounts, next_q_target, next_q_online)
+
+    monkeypatch.setattr(fam, "q_learning_target", spy)
+    for double in (False, True):
+        agent = make_agent("DQNFamily", gym.make("CartPole-v1"), {"double": double, "learning_starts": 16, "batch_size": 8}, seed=0)
+        agent.train(24)
+    assert seen and seen[: seen.index(True)] == [False] * seen.index(True) and all(seen[seen.index(True):])
+
+
+# --- Dueling -------------------------------------------------------------------------------------------
+
+
+def test_dueling_combination_subtracts_mean_advantage():
+    value = th.tensor([[2.0], [-1.0]])
+    advantage = th.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 6.0]])
+    q = dueling_combine(value, advantage)
+    assert q.tolist() == [[1.0, 2.0, 3.0], [-3.0, -3.0, 3.0]]
+    # Identifiability: the mean over actions of Q is V, and A's offset does not matter.
+    assert th.equal(q.mean(1, keepdim=True), value)
+    assert th.equal(dueling_combine(value, advantage + 10.0), q)
+
+
+def test_dueling_network_mlp_streams():
+    agent = make_agent("DuelingDQN", gym.make("CartPole-v1"), {}, seed=0, policy_kwargs={"net_arch": [16, 8]})
+    net = agent.model.q_net
+    assert isinstance(net, DuelingQNetwork)
+    assert net.value_stream[-1].out_features == 1 and net.advantage_stream[-1].out_features == 2
+    obs = th.randn(5, 4)
+    hidden = net.q_net(net.extract_features(obs, net.features_extractor))
+    expected = dueling_combine(net.value_stream(hidden), net.advantage_stream(hidden))
+    assert th.equal(net(obs), expected)
+    assert isinstance(agent.model.q_net_target, DuelingQNetwork)
+
+
+def test_dueling_cnn_variant_uses_nature_trunk():
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    obs_space = gym.spaces.Box(0, 255, (4, 84, 84), dtype=np.uint8)
+    policy = FamilyCnnPolicy(obs_space, gym.spaces.Discrete(6), lambda _: 1e-4, dueling=True, stream_arch=[32])
+    assert isinstance(policy.q_net, DuelingQNetwork)
+    assert isinstance(policy.q_net.features_extractor, NatureCNN)
+    assert [m.out_features for m in policy.q_net.value_stream if isinstance(m, th.nn.Linear)] == [32, 1]
+    q = policy.q_net(th.zeros(2, 4, 84, 84))
+    assert q.shape == (2, 6)
+
+
+# --- Prioritized replay: sum tree, sampling, IS weights, β, priorities ------------------------------------
+
+
+def test_sum_tree_sums_and_prefix_search():
+    tree = SumTree(5)  # not a power of two: 8 leaves, 3 unused
+    tree.update(np.arange(5), np.array([1.0, 2.0, 3.0, 4.0, 0.0]))
+    assert tree.total == 10.0
+    # Prefix intervals: [0,1) -> 0, [1,3) -> 1, [3,6) -> 2, [6,10) -> 3; index 4 has zero mass.
+    values = np.array([0.0, 0.999, 1.0, 2.5, 3.0, 5.999, 6.0, 9.999])
+    assert tree.find(values).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    tree.update(np.array([1, 1]), np.array([5.0, 0.5]))  # repeated index: the later value wins
+    assert tree.total == 8.5 and tree.get(np.array([1])).tolist() == [0.5]
+
+
+def test_sum_tree_sampling_frequencies_match_priorities():
+    priorities = np.array([1.0, 2.0, 3.0, 4.0, 0.0, 10.0])
+    tree = SumTree(6)
+    tree.update(np.arange(6), priorities)
+    rng = np.random.default_rng(0)
+    n = 200_000
+    counts = np.bincount(tree.find(rng.random(n) * tree.total), minlength=6)
+    p = priorities / priorities.sum()
+    # Each count is Binomial(n, p_i): stay within 4 standard errors (a false alarm has odds ~1e-4).
+    stderr = np.sqrt(n * p * (1 - p))
+    assert counts[4] == 0
+    assert np.all(np.abs(counts - n * p) <= 4 * stderr + 1e-9), (counts, n * p)
+
+
+def _filled_buffer(alpha: float, n: int = 8, **kwargs) -> PrioritizedReplayBuffer:
+    obs_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+    buf = (PrioritizedNStepReplayBuffer if "n_steps" in kwargs else PrioritizedReplayBuffer)(
+        16, obs_space, gym.spaces.Discrete(2), device="cpu", alpha=alpha, **kwargs
+    )
+    for i in range(n):
+        o = np.full((1, 2), i, dtype=np.float32)
+        buf.add(o, o + 1, np.array([i % 2]), np.array([float(i)]), np.array([False]), [{}])
+    return buf
+
+
+def test_per_buffer_priorities_from_td_errors_and_max_priority_for_new():
+    buf = _filled_buffer(alpha=0.5)
+    assert buf.tree.get(np.arange(8)).tolist() == [1.0] * 8  # new transitions: max priority (1)^α
+    buf.update_priorities(np.array([0, 3]), np.array([-3.0, 0.0]))
+    leaves = buf.tree.get(np.array([0, 3]))
+    assert leaves[0] == pytest.approx((3.0 + 1e-6) ** 0.5, rel=1e-12)
+    assert leaves[1] == pytest.approx(1e-6**0.5, rel=1e-12)
+    assert buf.max_priority == 3.0 + 1e-6
+    o = np.zeros((1, 2), dtype=np.float32)
+    buf.add(o, o, np.array([0]), np.array([0.0]), np.array([False]), [{}])
+    assert buf.tree.get(np.array([8]))[0] == pytest.approx((3.0 + 1e-6) ** 0.5, rel=1e-12)
+
+
+def test_per_buffer_sampling_follows_priorities_to_the_alpha():
+    buf = _filled_buffer(alpha=0.5, n=4)
+    buf.update_priorities(np.arange(4), np.array([1.0, 4.0, 9.0, 0.0]))
+    np.random.seed(0)
+    counts = np.zeros(16)
+    n_batches, batch = 2_000, 32
+    for _ in range(n_batches):
+        idx = buf.sample_prioritized(batch, beta=0.4).indices
+        counts += np.bincount(idx, minlength=16)
+    p = np.sqrt(np.array([1.0, 4.0, 9.0, 0.0]) + 1e-6)
+    p /= p.sum()
+    n = n_batches * batch
+    assert counts[4:].sum() == 0  # never past the stored transitions
+    # Stratified sampling has *less* variance than multinomial, so the binomial bound is conservative.
+    assert np.all(np.abs(counts[:4] - n * p) <= 4 * np.sqrt(n * p * (1 - p)) + 1)
+
+
+def test_importance_weights_normalised_by_max():
+    probs = np.array([0.1, 0.2, 0.3, 0.4])
+    w = importance_weights(probs, n_stored=4, beta=0.5)
+    assert w.max() == 1.0
+    np.testing.assert_allclose(w, np.sqrt(0.1 / probs), rtol=1e-15)
+    assert importance_weights(probs, 4, beta=0.0).tolist() == [1.0] * 4
+    np.testing.assert_allclose(importance_weights(probs, 4, beta=1.0), [1.0, 0.5, 1 / 3, 0.25], rtol=1e-15)
+
+
+def test_sampled_weights_match_sampling_probabilities():
+    buf = _filled_buffer(alpha=1.0, n=4)
+    buf.update_priorities(np.arange(4), np.array([1.0, 2.0, 3.0, 4.0]) - 1e-6)
+    np.random.seed(1)
+    batch = buf.sample_prioritized(8, beta=1.0)
+    probs = np.array([1.0, 2.0, 3.0, 4.0])[batch.indices] / 10.0
+    np.testing.assert_allclose(batch.weights, probs.min() / probs, rtol=1e-9)
+
+
+def test_beta_annealed_linearly_to_one():
+    assert annealed_beta(0.4, 0.0) == 0.4
+    assert annealed_beta(0.4, 0.5) == pytest.approx(0.7, abs=1e-15)
+    assert annealed_beta(0.4, 1.0) == 1.0
+    assert annealed_beta(0.4, 1.7) == 1.0 and annealed_beta(0.4, -1) == 0.4
+    agent = make_agent("PrioritizedDQN", gym.make("CartPole-v1"), {"learning_starts": 16, "batch_size": 8}, seed=0)
+    assert agent.model.current_beta() == 0.4
+    agent.train(50)
+    assert agent.model.current_beta() == 1.0
+
+
+@pytest.mark.parametrize(
+    ("hp", "message"),
+    [
+        ({"per_alpha": -0.1}, r"per_alpha must be a number >= 0"),
+        ({"per_beta": -0.01}, r"per_beta must be a number in \[0, 1\], got -0.01"),
+        ({"per_beta": 1.5}, r"per_beta must be a number in \[0, 1\], got 1.5"),
+        ({"per_eps": 0.0}, r"per_eps must be a number > 0"),
+        ({"n_steps": 0}, r"n_steps must be an integer >= 1"),
+    ],
+)
+def test_invalid_per_parameters_rejected(hp, message):
+    with pytest.raises(InputError, match=r"p.toml: algorithms\[0\]: PrioritizedDQN: " + message):
+        get_spec("PrioritizedDQN").check_hyperparams(hp, "p.toml: algorithms[0]")
+    with pytest.raises(ValueError, match=message):
+        DQNFamily("MlpPolicy", gym.make("CartPole-v1"), prioritized=True, **hp)
+    if "per_alpha" in hp:
+        with pytest.raises(ValueError, match=message):
+            _filled_buffer(alpha=hp["per_alpha"])
+
+
+def test_per_rejects_several_envs_and_own_buffer():
+    with pytest.raises(ValueError, match="single environment, got n_envs=2"):
+        PrioritizedReplayBuffer(8, gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(2), n_envs=2)
+    from stable_baselines3.common.buffers import ReplayBuffer
+
+    with pytest.raises(ValueError, match="prioritized=True brings its own replay buffer"):
+        DQNFamily("MlpPolicy", gym.make("CartPole-v1"), prioritized=True, replay_buffer_class=ReplayBuffer)
+
+
+def test_per_with_nstep_samples_carry_discounts():
+    buf = _filled_buffer(alpha=0.6, n=8, n_steps=3, gamma=0.5)
+    np.random.seed(0)
+    batch = buf.sample_prioritized(4, beta=0.4)
+    assert batch.samples.discounts is not None
+    # Away from the buffer's end every transition has 3 steps: γ^3; rewards are i, i+1, i+2 discounted.
+    for j, i in enumerate(batch.indices):
+        if i <= 4:
+            assert batch.samples.discounts[j].item() == 0.125
+            assert batch.samples.rewards[j].item() == pytest.approx(i + 0.5 * (i + 1) + 0.25 * (i + 2))
+
+
+# --- composition and equivalence with SB3 ---------------------------------------------------------------
+
+
+def test_all_components_off_is_sb3_dqn_bit_for_bit():
+    from stable_baselines3 import DQN
+
+    hp = {"learning_starts": 32, "batch_size": 16, "train_freq": 1, "target_update_interval": 50}
+    results = []
+    for name in ("DQN", "DQNFamily"):
+        agent = make_agent(name, gym.make("CartPole-v1"), hp, seed=7, policy_kwargs={"net_arch": [16]})
+        agent.train(200)
+        results.append([p.detach().clone() for p in agent.model.policy.parameters()])
+    assert type(agent.model) is DQNFamily and isinstance(agent.model, DQN)
+    assert all(th.equal(a, b) for a, b in zip(*results))
+
+
+def test_components_compose_through_hyperparameters():
+    agent = make_agent(
+        "DQNFamily",
+        gym.make("CartPole-v1"),
+        {"double": True, "dueling": True, "prioritized": True, "n_steps": 3, "learning_starts": 16, "batch_size": 8},
+        seed=0,
+    )
+    model = agent.model
+    assert model.double and isinstance(model.q_net, DuelingQNetwork)
+    assert isinstance(model.replay_buffer, PrioritizedNStepReplayBuffer) and model.replay_buffer.n_steps == 3
+    agent.train(60)
+    params = agent.get_params()
+    assert params["double"] and params["dueling"] and params["prioritized"] and params["n_steps"] == 3
+
+
+def test_qrdqn_quantiles_are_a_hyperparameter():
+    agent = make_agent("QRDQN", gym.make("CartPole-v1"), {"n_quantiles": 7}, seed=0)
+    assert agent.model.policy.n_quantiles == 7
+    assert get_spec("QRDQN").hyperparameters()["n_quantiles"] == 200  # the original setting by default
+    with pytest.raises(InputError, match="n_quantiles must be an integer >= 1"):
+        get_spec("QRDQN").check_hyperparams({"n_quantiles": 0}, "p.toml")
+
+
+# --- learning ---------------------------------------------------------------------------------------------
+
+# CartPole, RL-Zoo's DQN settings with a smaller network and buffer. A uniformly random policy scores
+# about 22; the threshold asks for several times that, averaged over seeds (returns capped at 200 steps).
+LEARN_HP = dict(
+    learning_rate=2.3e-3, batch_size=64, buffer_size=20_000, learning_starts=500, gamma=0.99,
+    target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
+    exploration_final_eps=0.04,
+)
+VARIANTS = [
+    ("DQN", {}),
+    ("DoubleDQN", {}),
+    ("DuelingDQN", {}),
+    ("PrioritizedDQN", {}),
+    ("QRDQN", {"n_quantiles": 25}),
+    ("DQNFamily", {"double": True, "dueling": True, "prioritized": True, "n_steps": 3}),
+]
+RANDOM_RETURN = 22.0
+LEARN_BUDGET = 3_000
+LEARN_SEEDS = [0, 1]
+LEARN_THRESHOLD = 60.0  # mean over 2 seeds x 3 evaluation episodes; random play scores ~22
+
+
+def _mean_return(name: str, extra: dict, budget: int, seeds: list[int]) -> float:
+    returns = []
+    for seed in seeds:
+        agent = make_agent(name, gym.make("CartPole-v1"), {**LEARN_HP, **extra}, seed=seed, policy_kwargs={"net_arch": [64, 64]})
+        agent.train(budget)
+        returns.extend(evaluate(agent, gym.make("CartPole-v1"), n_episodes=3, seed=1_000 + seed))
+    return float(np.mean(returns))
+
+
+@pytest.mark.parametrize(("name", "extra"), VARIANTS, ids=[v[0] if v[0] != "DQNFamily" else "Double+Dueling+PER+3step" for v in VARIANTS])
+def test_variant_learns_cartpole(name, extra):
+    assert RANDOM_RETURN * 2.5 < LEARN_THRESHOLD
+    assert _mean_return(name, extra, budget=LEARN_BUDGET, seeds=LEARN_SEEDS) >= LEARN_THRESHOLD
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "extra"), VARIANTS, ids=[v[0] if v[0] != "DQNFamily" else "Double+Dueling+PER+3step" for v in VARIANTS])
+def test_variant_learns_cartpole_full(name, extra):
+    assert _mean_return(name, extra, budget=30_000, seeds=[0, 1, 2, 3, 4]) >= 150.0
+
+
+# --- the MinAtar protocol ------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+MINATAR_PROTOCOL = REPO / "protocols" / "dqn-family-minatar.toml"
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+
+
+def _smoke_protocol(path: Path) -> Path:
+    """The MinAtar protocol shrunk to one game, one seed and a few hundred steps; algorithms unchanged."""
+    doc = tomllib.loads(MINATAR_PROTOCOL.read_text())
+    lines = ["schema_version = 1", 'name = "dqn-family-minatar-smoke"', "seeds = 1", "[budget]", 'unit = "env_steps"',
+             "[regimes]", "low = 150", "high = 300",
+             "[[tasks]]", 'id = "MinAtar/Breakout-v1"', 'suite = "minatar"']
+    for algo in doc["algorithms"]:
+        hp = {**algo["hyperparams"], "buffer_size": 1_000, "learning_starts": 100, "target_update_interval": 50}
+        lines += ["[[algorithms]]", f"name = {_toml_value(algo['name'])}", f"label = {_toml_value(algo.get('label', algo['name']))}",
+                  f"hyperparams = {_toml_value(hp)}", f"policy_kwargs = {_toml_value(algo['policy_kwargs'])}"]
+    lines += ["[evaluation]", "n_eval_episodes = 1", "deterministic = true", "max_episode_steps = 100"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_minatar_protocol_validates():
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    result = CliRunner().invoke(main, ["validate", str(MINATAR_PROTOCOL)])
+    assert result.exit_code == 0, result.output
+    assert "plan: 125 runs (125 nested, 0 separate), 125,000,000 env steps in total" in result.output
+    doc = tomllib.loads(MINATAR_PROTOCOL.read_text())
+    assert [a["name"] for a in doc["algorithms"]] == ["DQN", "DoubleDQN", "DuelingDQN", "PrioritizedDQN", "QRDQN"]
+    assert len(doc["tasks"]) == 5 and doc["seeds"] >= 5
+    # Each comparison isolates one component: the shared hyperparameters are identical across entries.
+    shared = [{k: v for k, v in a["hyperparams"].items() if k not in ("n_quantiles", "per_alpha", "per_beta")} for a in doc["algorithms"]]
+    assert all(s == shared[0] for s in shared)
+
+
+def test_minatar_protocol_smoke_run(tmp_path):
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    protocol = _smoke_protocol(tmp_path / "smoke.toml")
+    store = tmp_path / "store.sqlite"
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "scores.csv"
+    result = CliRunner().invoke(main, ["export", str(store), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    import pandas as pd
+
+    scores = pd.read_csv(out, comment="#")
+    assert set(scores["algorithm"]) == {"DQN", "Double DQN", "Dueling DQN", "PER DQN", "QR-DQN"}
+    assert set(scores["budget"]) >= {150, 300}

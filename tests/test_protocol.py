@@ -1,0 +1,247 @@
+"""Protocol files: loading, every bad input (one line, exit 2, nothing written), planning."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.errors import InputError
+from rlaudit.protocol import load_protocol, parse_protocol, plan
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """Runs record measured steps/s in the user's cache; tests keep theirs apart."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+GOOD = """
+schema_version = 1
+name = "tiny"
+title = "Tiny"
+seeds = 2
+[regimes]
+low = 1_000
+mid = 2_000
+high = 4_000
+[[tasks]]
+id = "CartPole-v1"
+[[tasks]]
+id = "Acrobot-v1"
+[[algorithms]]
+name = "PPO"
+hyperparams = { n_steps = 64 }
+[[algorithms]]
+name = "DQN"
+[evaluation]
+n_eval_episodes = 3
+[[claims]]
+better = "PPO"
+worse = "DQN"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def validate(tmp_path: Path, text: str, *extra: str):
+    path = write(tmp_path, text)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(main, ["validate", str(path), "--store", str(tmp_path / "s.sqlite"), *extra])
+    after = sorted(p.name for p in tmp_path.iterdir())
+    return result, before, after
+
+
+def test_good_protocol_loads_into_frozen_objects(tmp_path):
+    p = load_protocol(write(tmp_path, GOOD))
+    assert p.name == "tiny" and p.seeds == (0, 1)
+    assert [(r.name, r.budget, r.kind) for r in p.regimes] == [("low", 1000, "nested"), ("mid", 2000, "nested"),
+                                                              ("high", 4000, "nested")]
+    assert p.labels == ["PPO", "DQN"]
+    assert p.algorithms[0].hyperparams == {"n_steps": 64}
+    assert p.claims[0]["where"].endswith("claims[0]")
+    with pytest.raises(AttributeError):
+        p.name = "other"  # frozen
+
+
+def test_hash_ignores_comments_titles_and_claims_but_not_runs(tmp_path):
+    base = parse_protocol(GOOD, "a.toml")
+    cosmetic = parse_protocol("# a comment\n" + GOOD.replace('title = "Tiny"', 'title = "Other"')
+                              .replace('worse = "DQN"', 'worse = "DQN"\ntext = "PPO wins"'), "b.toml")
+    assert cosmetic.hash == base.hash
+    assert parse_protocol(GOOD.replace("seeds = 2", "seeds = 3"), "c.toml").hash != base.hash
+    assert parse_protocol(GOOD.replace("n_steps = 64", "n_steps = 128"), "d.toml").hash != base.hash
+
+
+def test_plan_nested_is_one_run_per_task_algo_seed(tmp_path):
+    pl = plan(parse_protocol(GOOD, "p.toml"))
+    assert len(pl.runs) == 2 * 2 * 2
+    r = pl.runs[0]
+    assert r.run_id == "CartPole-v1__PPO__0__nested"
+    assert r.budgets == (1000, 2000, 4000) and r.total_steps == 4000 and r.regime_kind == "nested"
+    assert r.eval.eval_seed == 10_000 and pl.runs[1].eval.eval_seed == 10_001
+    assert pl.total_env_steps == 8 * 4000  # nested cost is the largest budget, not the sum
+    assert [lb.to_dict() for lb in pl.labels][0] == {"budget": 1000, "regime": "low", "regime_kind": "nested"}
+
+
+def test_plan_separate_regime_from_overrides(tmp_path):
+    text = GOOD.replace("[[algorithms]]\nname = \"DQN\"", "[[algorithms]]\nname = \"DQN\"\n"
+                        "[algorithms.regimes.low]\nhyperparams = { learning_starts = 100 }")
+    text = text.replace('[evaluation]', '[evaluation]\neval_every = 500')
+    pl = plan(parse_protocol(text, "p.toml"))
+    p = pl.protocol
+    assert [(r.name, r.kind) for r in p.regimes] == [("low", "separate"), ("mid", "nested"), ("high", "nested")]
+    ids = [r.run_id for r in pl.runs]
+    assert "CartPole-v1__DQN__1__low" in ids and "CartPole-v1__PPO__1__low" in ids  # every algorithm, same regime
+    low_dqn = next(r for r in pl.runs if r.run_id == "CartPole-v1__DQN__1__low")
+    assert low_dqn.budgets == (1000,) and low_dqn.regime_kind == "separate"
+    assert low_dqn.algorithm.hyperparams_dict == {"learning_starts": 100}
+    nested_dqn = next(r for r in pl.runs if r.run_id == "CartPole-v1__DQN__1__nested")
+    assert nested_dqn.budgets == (2000, 4000) and nested_dqn.algorithm.hyperparams_dict == {}
+    assert nested_dqn.eval_points() == (500, 1000, 1500, 2000, 2500, 3000, 3500, 4000)
+    assert pl.total_env_steps == 2 * 2 * 2 * (4000 + 1000)
+
+
+def test_explicit_separate_regime_table():
+    text = GOOD.replace("low = 1_000", 'low = { budget = 1_000, mode = "separate" }')
+    p = parse_protocol(text, "p.toml")
+    assert [(r.name, r.kind) for r in p.regimes][0] == ("low", "separate")
+
+
+def test_validate_prints_plan(tmp_path):
+    result, before, after = validate(tmp_path, GOOD)
+    assert result.exit_code == 0, result.output
+    assert "plan: 8 runs (8 nested, 0 separate), 32,000 env steps in total" in result.output
+    assert "estimate: about" in result.output
+    assert before == after  # validate writes nothing
+
+
+def test_quickstart_protocol_is_valid():
+    result = CliRunner().invoke(main, ["validate", str(REPO / "protocols" / "quickstart.toml"), "--store",
+                                       "/tmp/rlaudit-test-nonexistent/store.sqlite"])
+    assert result.exit_code == 0, result.output
+    assert "plan:" in result.output
+
+
+BAD = [
+    ("toml syntax", GOOD.replace("seeds = 2", "seeds = = 2"), "TOML syntax error", "(at line 5, column 9)"),
+    ("unknown top key", GOOD.replace("seeds = 2", "seeds = 2\nalgorithmz = 1"), "unknown top-level key 'algorithmz'",
+     "did you mean 'algorithms'"),
+    ("unknown eval key", GOOD.replace("n_eval_episodes = 3", "n_eval_episode = 3"), "evaluation",
+     "did you mean 'n_eval_episodes'"),
+    ("unknown algorithm", GOOD.replace('name = "DQN"', 'name = "DQM"\nlabel = "DQN"'), "algorithms[1].name", "'DQN'"),
+    ("unknown env", GOOD.replace('id = "Acrobot-v1"', 'id = "Acrobat-v1"'), "tasks[1].id", "'Acrobot-v1'"),
+    ("unknown suite", GOOD.replace('id = "Acrobot-v1"', 'id = "Acrobot-v1"\nsuite = "atary"'), "tasks[1].suite",
+     "'atari'"),
+    ("bad hyperparameter", GOOD.replace("n_steps = 64", "n_stepz = 64"), "algorithms[0].hyperparams", "n_stepz"),
+    ("continuous algo on discrete env", GOOD.replace('name = "DQN"', 'name = "SAC"\nlabel = "DQN"'), "algorithms[1]", "Discrete"),
+    ("discrete algo on continuous env", GOOD.replace('id = "Acrobot-v1"', 'id = "Pendulum-v1"'), "algorithms[1]",
+     "Box"),
+    ("zero budget", GOOD.replace("low = 1_000", "low = 0"), "regimes.low", "positive"),
+    ("negative budget", GOOD.replace("low = 1_000", "low = -5"), "regimes.low", "positive"),
+    ("float budget", GOOD.replace("low = 1_000", "low = 1e3"), "regimes.low", "integer"),
+    ("non-increasing budgets", GOOD.replace("mid = 2_000", "mid = 500"), "regimes.mid", "not larger than"),
+    ("duplicate budget", GOOD.replace("mid = 2_000", "mid = 1_000"), "regimes.mid", "already regime 'low'"),
+    ("zero seeds", GOOD.replace("seeds = 2", "seeds = 0"), "seeds", "at least one seed"),
+    ("empty seed list", GOOD.replace("seeds = 2", "seeds = []"), "seeds", "empty"),
+    ("claim unknown algo", GOOD.replace('worse = "DQN"', 'worse = "DQNN"'), "claims[0].worse", "'DQN'"),
+    ("claim unknown budget", GOOD.replace('worse = "DQN"', 'worse = "DQN"\nbudgets = [3_000]'), "claims[0].budgets",
+     "3000"),
+    ("override unknown regime", GOOD.replace('name = "DQN"', 'name = "DQN"\n[algorithms.regimes.lo]\nhyperparams = {}'),
+     "algorithms[1].regimes.lo", "'low'"),
+    ("override of nested mode", GOOD.replace("low = 1_000", 'low = { budget = 1_000, mode = "nested" }')
+     .replace('name = "DQN"', 'name = "DQN"\n[algorithms.regimes.low]\nhyperparams = { learning_starts = 10 }'),
+     "regimes.low.mode", "separate"),
+    ("duplicate label", GOOD.replace('name = "DQN"', 'name = "PPO"'), "algorithms", "label 'PPO' is used twice"),
+    ("schema version", GOOD.replace("schema_version = 1", "schema_version = 2"), "schema_version", "not supported"),
+    ("missing references", GOOD + '\n[normalization]\nmethod = "minmax"\nreferences = { "CartPole-v1" = [0, 500] }\n',
+     "normalization.references", "Acrobot-v1"),
+]
+
+
+@pytest.mark.parametrize("label,text,where,what", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, label, text, where, what):
+    result, before, after = validate(tmp_path, text)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith(f"error: {tmp_path / 'p.toml'}"), err
+    assert where in err and what in err, err
+    assert before == after
+
+
+def test_unwritable_store_path(tmp_path):
+    write(tmp_path, GOOD)
+    (tmp_path / "afile").write_text("x")
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "p.toml"), "--store",
+                                       str(tmp_path / "afile" / "sub" / "s.sqlite")])
+    assert result.exit_code == 2
+    assert "afile is not a writable directory" in result.stderr and "\n" not in result.stderr.strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "p.toml"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into read-only directories")
+def test_read_only_store_directory(tmp_path):
+    write(tmp_path, GOOD)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        result = CliRunner().invoke(main, ["validate", str(tmp_path / "p.toml"), "--store", str(ro / "s.sqlite")])
+        assert result.exit_code == 2 and "not a writable directory" in result.stderr
+        assert list(ro.iterdir()) == []
+    finally:
+        ro.chmod(0o700)
+
+
+def test_store_of_another_protocol_and_corrupted_store(tmp_path):
+    from rlaudit.store import Store
+
+    other = parse_protocol(GOOD.replace("seeds = 2", "seeds = 3"), "other.toml")
+    store = Store.open_for_run(tmp_path / "s.sqlite", other)
+    store.sync_plan(plan(other))
+    store.close()
+    result, before, after = validate(tmp_path, GOOD)
+    assert result.exit_code == 2
+    assert "holds runs of another protocol" in result.stderr and "--new-store" in result.stderr
+    assert before == after
+
+    (tmp_path / "s.sqlite").write_bytes(b"this is not sqlite" * 100)
+    result, _, _ = validate(tmp_path, GOOD)
+    assert result.exit_code == 2
+    assert "not a readable rlaudit store" in result.stderr and "\n" not in result.stderr.strip()
+
+    con = sqlite3.connect(tmp_path / "x.sqlite")
+    con.execute("CREATE TABLE t(a)")
+    con.commit()
+    con.close()
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "p.toml"), "--store", str(tmp_path / "x.sqlite")])
+    assert result.exit_code == 2 and "not an rlaudit store" in result.stderr
+
+
+def test_published_protocol_rejects_run_sections(tmp_path):
+    text = 'schema_version = 1\nname = "pub"\nseeds = 3\n[data]\nformat = "tidy"\n'
+    with pytest.raises(InputError, match="published protocol"):
+        parse_protocol(text, "pub.toml")
+
+
+def test_only_filter(tmp_path):
+    from rlaudit.protocol import parse_only
+
+    pl = plan(parse_protocol(GOOD, "p.toml"))
+    only = parse_only("algo=PPO,task=Acrobot-v1", pl)
+    assert [r.run_id for r in pl.select(only)] == ["Acrobot-v1__PPO__0__nested", "Acrobot-v1__PPO__1__nested"]
+    with pytest.raises(InputError, match="did you mean 'PPO'"):
+        parse_only("algo=PPOO", pl)
+    with pytest.raises(InputError, match="unknown key 'algos'"):
+        parse_only("algos=PPO", pl)

@@ -1,0 +1,334 @@
+"""The run engine: one uninterrupted run per nested budget set, determinism, failures, kill -9 and Ctrl-C.
+
+Every training run here is tiny (a few hundred CartPole steps); the whole file is meant to take well under
+two minutes on two busy cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.protocol import parse_protocol, plan
+from rlaudit.run.envs import make_env
+from rlaudit.run.runner import evaluate, execute_run
+from rlaudit.run.spec import EvalSpec, RunSpec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """Runs record measured steps/s in the user's cache; tests keep theirs apart."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+HP = {"PPO": {"n_steps": 64, "batch_size": 32, "n_epochs": 2},
+      "DQN": {"learning_starts": 64, "train_freq": 4, "target_update_interval": 100, "buffer_size": 2000,
+              "exploration_fraction": 0.5}}
+
+
+def spec_for(algo: str, budgets: tuple[int, ...], eval_every: int | None = None, seed: int = 3) -> RunSpec:
+    text = f"""
+schema_version = 1
+name = "t"
+seeds = [{seed}]
+[regimes]
+{chr(10).join(f"b{i} = {b}" for i, b in enumerate(budgets))}
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "{algo}"
+hyperparams = {{ {", ".join(f"{k} = {v}" for k, v in HP[algo].items())} }}
+[evaluation]
+n_eval_episodes = 3
+{f"eval_every = {eval_every}" if eval_every else ""}
+"""
+    return plan(parse_protocol(text, "t.toml")).runs[0]
+
+
+def run_records(spec: RunSpec):
+    records = []
+    result = execute_run(spec, records.append)
+    return records, result
+
+
+@pytest.mark.parametrize("algo", ["PPO", "DQN"])
+def test_nested_run_at_largest_budget_equals_single_run_and_plain_sb3(algo):
+    """Evaluations from inside training change nothing: the nested run's evaluation at its largest budget is
+    the evaluation of a run evaluated only at the end, and of a plain SB3 learn(total) + evaluate script."""
+    nested, res = run_records(spec_for(algo, (128, 256, 512), eval_every=64))
+    assert [r.env_steps for r in nested] == [64, 128, 192, 256, 320, 384, 448, 512]
+    assert res.env_steps == 512
+    single, _ = run_records(spec_for(algo, (512,)))
+    assert len(single) == 1
+    assert (nested[-1].env_steps, nested[-1].returns, nested[-1].lengths) == \
+           (single[0].env_steps, single[0].returns, single[0].lengths)
+
+    # the same experiment written as a plain stable-baselines3 script
+    import stable_baselines3
+    import torch
+
+    from rlaudit.algorithms import get_spec
+
+    torch.set_num_threads(1)
+    spec = spec_for(algo, (512,))
+    cls = getattr(stable_baselines3, algo)
+    model = cls("MlpPolicy", make_env(spec.task, spec.seed), seed=spec.seed, device="cpu",
+                **{**get_spec(algo).defaults, **HP[algo]})
+    model.learn(512)
+
+    class Plain:
+        def predict(self, obs, deterministic=True):
+            return model.predict(obs, deterministic=deterministic)[0]
+
+    returns, lengths = evaluate(Plain(), make_env(spec.task, spec.eval.eval_seed, evaluation=True), spec.eval, 512)
+    assert (returns, lengths) == (single[0].returns, single[0].lengths)
+
+
+def test_same_spec_same_numbers():
+    spec = spec_for("PPO", (192, 384))
+    a, _ = run_records(spec)
+    b, _ = run_records(spec)
+    assert [(r.env_steps, r.returns, r.lengths) for r in a] == [(r.env_steps, r.returns, r.lengths) for r in b]
+    other, _ = run_records(spec_for("PPO", (192, 384), seed=4))
+    assert [r.returns for r in other] != [r.returns for r in a]  # the seed matters
+
+
+def test_stochastic_and_epsilon_evaluation_do_not_disturb_training():
+    import dataclasses
+
+    base = spec_for("PPO", (256,))
+    noisy = dataclasses.replace(base, eval=EvalSpec(3, False, 0.2, 64, base.eval.eval_seed))
+    plain = dataclasses.replace(base, eval=EvalSpec(3, False, 0.2, None, base.eval.eval_seed))
+    a, _ = run_records(noisy)
+    b, _ = run_records(plain)
+    assert a[-1].returns == b[-1].returns
+
+
+def test_environment_suites_build():
+    from rlaudit.run.spec import TaskSpec
+
+    atari = make_env(TaskSpec("ALE/Pong-v5", "atari"), seed=0)
+    obs, _ = atari.reset(seed=1)
+    assert obs.shape == (84, 84, 4) and obs.dtype == np.uint8
+    assert atari.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+    minatar = make_env(TaskSpec("MinAtar/Breakout-v1", "minatar"), seed=0)
+    obs, _ = minatar.reset(seed=1)
+    assert obs.dtype == np.float32 and obs.shape == (10, 10, 4)
+    limited = make_env(TaskSpec("CartPole-v1", max_episode_steps=7), seed=0)
+    limited.reset(seed=0)
+    n = 0
+    while True:
+        n += 1
+        if any(limited.step(0)[2:4]) or n > 50:
+            break
+    assert n <= 7
+
+
+# ------------------------------------------------------------------------------------ failures (in-process)
+
+class _CrashingCartPole(gymnasium.Wrapper):
+    def __init__(self, **kwargs):
+        super().__init__(gymnasium.make("CartPole-v1"))
+        self.n = 0
+
+    def step(self, action):
+        self.n += 1
+        if self.n > 150:
+            raise RuntimeError("simulated environment crash")
+        return self.env.step(action)
+
+
+gymnasium.register("RlauditTest/Crash-v0", entry_point=_CrashingCartPole)
+
+
+def test_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text("""
+schema_version = 1
+name = "f"
+seeds = 1
+[regimes]
+high = 256
+[[tasks]]
+id = "RlauditTest/Crash-v0"
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+hyperparams = { n_steps = 64, batch_size = 32, n_epochs = 1 }
+[evaluation]
+n_eval_episodes = 2
+""")
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
+    assert result.exit_code == 1, result.output
+    assert "1 of 2 runs failed" in result.stderr
+    assert "RuntimeError: simulated environment crash" in result.stderr
+    con = sqlite3.connect(store)
+    rows = dict(con.execute("SELECT run_id, status FROM runs"))
+    assert rows == {"RlauditTest/Crash-v0__PPO__0__nested": "failed", "CartPole-v1__PPO__0__nested": "done"}
+    error, = con.execute("SELECT error FROM runs WHERE status='failed'").fetchone()
+    assert error.startswith("Traceback") and "simulated environment crash" in error
+
+
+# ------------------------------------------------------------------------------- kill -9 and Ctrl-C (subprocess)
+
+SWEEP = """
+schema_version = 1
+name = "killme"
+seeds = 2
+[regimes]
+low = 256
+high = 640
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+hyperparams = { n_steps = 64, batch_size = 32, n_epochs = 2 }
+[[algorithms]]
+name = "DQN"
+hyperparams = { learning_starts = 64, buffer_size = 2000 }
+[evaluation]
+n_eval_episodes = 3
+eval_every = 128
+"""
+
+
+def _driver(protocol: Path, store: Path, workers: int) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(protocol.parent / "cache")}
+    return subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
+                             "--workers", str(workers)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+
+
+def _statuses(store: Path) -> dict[str, str]:
+    try:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
+        try:
+            return dict(con.execute("SELECT run_id, status FROM runs"))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return {}
+
+
+def _wait_for(store: Path, proc: subprocess.Popen, done: int, timeout: float = 120.0) -> dict[str, str]:
+    """Wait until ``done`` runs are finished and another one is running with an evaluation recorded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        st = _statuses(store)
+        running = [r for r, s in st.items() if s == "running"]
+        if sum(s == "done" for s in st.values()) >= done and running:
+            con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+            n = con.execute(f"SELECT COUNT(*) FROM evaluations WHERE run_id IN ({','.join('?' * len(running))})",
+                            running).fetchone()[0]
+            con.close()
+            if n:
+                return st
+        time.sleep(0.05)
+    raise AssertionError(f"timed out: {_statuses(store)}")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmd:
+                out.append(int(d.name))
+    return out
+
+
+def _evaluations(store: Path) -> dict[str, list]:
+    con = sqlite3.connect(store)
+    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns, e.lengths FROM evaluations e "
+                       "JOIN runs r USING (run_id) ORDER BY e.run_id, e.env_steps").fetchall()
+    statuses = dict(con.execute("SELECT run_id, status FROM runs"))
+    con.close()
+    out: dict[str, list] = {r: [] for r in statuses}
+    for run_id, steps, returns, lengths in rows:
+        out[run_id].append((steps, json.loads(returns), json.loads(lengths)))
+    return out, statuses
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
+def test_kill_9_then_resume_equals_uninterrupted(tmp_path):
+    protocol = tmp_path / "killme.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "killed.sqlite"
+    proc = _driver(protocol, store, workers=2)
+    try:
+        before = _wait_for(store, proc, done=1)
+        workers = _children(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert workers, "the driver had no worker processes"
+    time.sleep(1.0)
+    assert not [p for p in workers if Path(f"/proc/{p}").exists()
+                and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]], \
+        "workers outlived the killed driver"
+    partial, st = _evaluations(store)
+    assert "running" in st.values() and any(partial[r] for r, s in st.items() if s == "running")
+    done_before = {r for r, s in st.items() if s == "done"}
+    assert done_before >= {r for r, s in before.items() if s == "done"}
+
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert f"{len(done_before)} skipped" in result.stderr and "skipped" in result.stderr
+
+    reference = tmp_path / "reference.sqlite"
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(reference), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+
+    resumed, st_resumed = _evaluations(store)
+    uninterrupted, st_reference = _evaluations(reference)
+    assert set(st_resumed.values()) == {"done"} and set(st_reference.values()) == {"done"}
+    assert resumed.keys() == uninterrupted.keys() and len(resumed) == 4
+    for run_id in resumed:  # nothing lost, nothing duplicated, same numbers
+        assert resumed[run_id] == uninterrupted[run_id], run_id
+    con = sqlite3.connect(store)
+    attempts = dict(con.execute("SELECT run_id, attempts FROM runs"))
+    assert all(attempts[r] == 1 for r in done_before)  # finished runs were not retrained
+
+
+def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
+    protocol = tmp_path / "killme.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "s.sqlite"
+    proc = _driver(protocol, store, workers=1)
+    try:
+        _wait_for(store, proc, done=1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    evals, st = _evaluations(store)
+    assert "running" not in st.values()
+    assert any(s == "done" for s in st.values())
+    assert all(not evals[r] for r, s in st.items() if s != "done")
+    assert all(evals[r] for r, s in st.items() if s == "done")

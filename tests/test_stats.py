@@ -1,0 +1,386 @@
+"""Tests for rlaudit.stats: exact metric values, rliable agreement, bootstrap engine, intervals, PoI,
+profiles, ranks, seeding."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats
+from rliable import metrics as rly_metrics
+
+from rlaudit.stats import (
+    aggregate,
+    interval,
+    interval_estimates,
+    jackknife,
+    performance_profile,
+    poi_replicates,
+    probability_of_improvement,
+    profile_bands,
+    profile_replicates,
+    rank_probabilities,
+    replicates,
+    rng_for,
+)
+from rlaudit.stats.metrics import METRICS
+
+RLIABLE = {
+    "iqm": rly_metrics.aggregate_iqm,
+    "median": rly_metrics.aggregate_median,
+    "mean": rly_metrics.aggregate_mean,
+}
+
+
+def columns(matrix: np.ndarray) -> list[np.ndarray]:
+    """(n_runs, n_tasks) matrix -> score set."""
+    return [matrix[:, m].copy() for m in range(matrix.shape[1])]
+
+
+def explicit_resamples(score_set, reps, rng):
+    """The documented index rule, written out: run index = floor(u * n_runs) per task, replicate-major."""
+    n_runs = [len(a) for a in score_set]
+    u = rng.random((reps, sum(n_runs)))
+    out, start = [], 0
+    per_task = []
+    for a, n in zip(score_set, n_runs):
+        per_task.append(a[np.floor(u[:, start:start + n] * n).astype(int)])
+        start += n
+    for r in range(reps):
+        out.append([t[r] for t in per_task])
+    return out
+
+
+# --------------------------------------------------------------------------------------- exact values
+
+def test_iqm_hand_computed():
+    assert aggregate("iqm", [np.arange(1.0, 9.0)]) == 4.5  # trim 2 each side: mean(3, 4, 5, 6)
+    assert aggregate("iqm", np.arange(1.0, 9.0).reshape(4, 2)) == 4.5  # pooled over tasks
+    assert aggregate("iqm", [np.arange(1.0, 11.0)]) == 5.5  # floor(2.5) = 2 cut: mean(3..8)
+
+
+def test_mean_median_hand_computed():
+    s = [np.array([1.0, 3.0]), np.array([2.0, 2.0]), np.array([10.0, 20.0])]  # task means 2, 2, 15
+    assert aggregate("median", s) == 2.0
+    assert aggregate("mean", s) == pytest.approx(19.0 / 3.0, abs=1e-15)
+
+
+def test_optimality_gap_with_gamma():
+    s = [np.array([0.5, 1.5]), np.array([0.2, 0.8])]
+    assert aggregate("og", s) == pytest.approx(0.375, abs=1e-15)  # 1 - mean(0.75, 0.5)
+    assert aggregate("og", s, gamma=0.6) == pytest.approx(0.125, abs=1e-15)  # 0.6 - mean(0.55, 0.4)
+
+
+def test_unequal_runs_definitions():
+    s = [np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 20.0])]
+    assert aggregate("mean", s) == 8.75  # tasks weigh equally: (2.5 + 15) / 2
+    assert aggregate("median", s) == 8.75
+    assert aggregate("iqm", s) == 4.75  # pooled [1,2,3,4,10,20], cut 1 each side: mean(2, 3, 4, 10)
+    assert aggregate("og", s, gamma=5.0) == 1.25  # 5 - mean(2.5, 5)
+
+
+def test_unknown_metric_and_empty_task():
+    with pytest.raises(ValueError, match="unknown metric 'iqr'"):
+        aggregate("iqr", [np.ones(3)])
+    with pytest.raises(ValueError, match="task 1 of the score set has no runs"):
+        aggregate("mean", [np.ones(3), np.array([])])
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (5, 57), (10, 26), (7, 3), (100, 2)])
+@pytest.mark.parametrize("gamma", [1.0, 0.5, 2.0])
+def test_aggregates_equal_rliable(shape, gamma):
+    rng = np.random.default_rng(hash(shape) % 2**32)
+    for scores in (rng.normal(1.0, 1.0, shape), rng.integers(0, 4, shape).astype(float)):  # with ties
+        for metric, fn in RLIABLE.items():
+            assert abs(aggregate(metric, scores) - fn(scores)) <= 1e-12
+            assert abs(aggregate(metric, columns(scores)) - fn(scores)) <= 1e-12
+        assert abs(aggregate("og", scores, gamma) - rly_metrics.aggregate_optimality_gap(scores, gamma)) <= 1e-12
+
+
+# ------------------------------------------------------------------------------------ bootstrap engine
+
+def test_replicates_follow_the_documented_resampling():
+    rng = np.random.default_rng(3)
+    s = [rng.normal(size=n) for n in (3, 5, 4, 10)]  # unequal runs
+    got = replicates(s, METRICS, 40, rng_for(11, "x"), gamma=0.3)
+    for r, resample in enumerate(explicit_resamples(s, 40, rng_for(11, "x"))):
+        expected = [aggregate(m, resample, 0.3) for m in METRICS]
+        np.testing.assert_allclose(got[r], expected, rtol=0, atol=1e-12)
+
+
+def test_replicates_bit_identical_for_seed_and_any_batch():
+    s = [np.random.default_rng(1).normal(size=n) for n in (7, 7, 9)]
+    ref = replicates(s, METRICS, 1000, rng_for(5))
+    for batch in (1, 7, 333, 1000, 5000):
+        assert np.array_equal(replicates(s, METRICS, 1000, rng_for(5), batch=batch), ref)
+    assert np.array_equal(replicates(s, METRICS, 1000, rng_for(5)), ref)
+    assert not np.array_equal(replicates(s, METRICS, 1000, rng_for(6)), ref)
+
+
+def test_rng_streams_independent_of_other_algorithms():
+    s = {"A": [np.arange(5.0), np.arange(3.0)], "B": [np.ones(4), np.arange(4.0)]}
+    alone = interval_estimates({"A": s["A"]}, reps=500, seed=3)
+    both = interval_estimates(s, reps=500, seed=3)
+    assert both["A"] == alone["A"]
+    assert interval_estimates(s, reps=500, seed=3) == both
+    assert interval_estimates(s, reps=500, seed=4)["A"] != alone["A"]
+    # streams differ per key and never touch NumPy's global RNG
+    state = np.random.get_state()[1].copy()
+    a = rng_for(0, "aggregate", 100, "A").random(3)
+    assert not np.array_equal(a, rng_for(0, "aggregate", 200, "A").random(3))
+    assert np.array_equal(np.random.get_state()[1], state)
+
+
+def test_rng_for_rejects_bad_seed():
+    with pytest.raises(ValueError, match="non-negative integer"):
+        rng_for(-1)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        rng_for(1.5)
+
+
+def test_interval_estimates_match_manual_pipeline():
+    s = [np.array([0.1, 0.4, 0.35, 0.8]), np.array([1.0, 1.2, 0.9])]
+    got = interval_estimates({"A": s}, metrics=["iqm", "og"], reps=2000, seed=9, keys=(100,))["A"]
+    values = replicates(s, ["iqm", "og"], 2000, rng_for(9, "aggregate", 100, "A"))
+    for j, metric in enumerate(["iqm", "og"]):
+        lo, hi = np.quantile(values[:, j], [0.025, 0.975])
+        assert got[metric] == (aggregate(metric, s), lo, hi)
+
+
+def test_single_run_task_has_no_spread():
+    values = replicates([np.array([2.0])], ["mean"], 100, rng_for(0))
+    assert np.all(values == 2.0)
+    with pytest.raises(ValueError, match="single run"):
+        jackknife("mean", [np.array([2.0])])
+
+
+# ------------------------------------------------------------------------------------------ intervals
+
+def test_percentile_interval_exact():
+    values = np.arange(101.0)
+    assert interval(50.0, values, 0.9) == pytest.approx((5.0, 95.0), abs=1e-12)
+    assert interval(50.0, values, 0.95) == pytest.approx((2.5, 97.5), abs=1e-12)
+    with pytest.raises(ValueError, match="unknown interval method"):
+        interval(0.0, values, 0.95, "basic")
+
+
+def test_bca_equals_scipy_one_task():
+    x = np.random.default_rng(0).lognormal(size=15)  # skewed, so BCa differs from percentile
+    res = scipy.stats.bootstrap((x,), np.mean, n_resamples=4000, method="BCa", rng=np.random.default_rng(1))
+    jk = jackknife("mean", [x])
+    got = interval(float(np.mean(x)), res.bootstrap_distribution, 0.95, "bca", jk)
+    np.testing.assert_allclose(got, (res.confidence_interval.low, res.confidence_interval.high), rtol=0, atol=1e-12)
+    assert got != interval(float(np.mean(x)), res.bootstrap_distribution, 0.95)
+
+
+def test_bca_equals_scipy_two_tasks():
+    # scipy's independent resampling of two samples is the stratified bootstrap of two tasks, and the
+    # 'mean' metric of two tasks is (mean(x) + mean(y)) / 2.
+    rng = np.random.default_rng(2)
+    x, y = rng.exponential(size=9), rng.exponential(3.0, size=12)
+    stat = lambda a, b, axis=-1: (np.mean(a, axis=axis) + np.mean(b, axis=axis)) / 2  # noqa: E731
+    res = scipy.stats.bootstrap((x, y), stat, n_resamples=3000, method="BCa", rng=np.random.default_rng(4))
+    got = interval(aggregate("mean", [x, y]), res.bootstrap_distribution, 0.95, "bca", jackknife("mean", [x, y]))
+    np.testing.assert_allclose(got, (res.confidence_interval.low, res.confidence_interval.high), rtol=0, atol=1e-12)
+
+
+def test_bca_through_interval_estimates():
+    s = [np.random.default_rng(7).lognormal(size=10) for _ in range(3)]
+    out = interval_estimates({"A": s}, metrics=["mean"], reps=3000, seed=1, method="bca")["A"]["mean"]
+    values = replicates(s, ["mean"], 3000, rng_for(1, "aggregate", "A"))[:, 0]
+    assert out == (aggregate("mean", s), *interval(aggregate("mean", s), values, 0.95, "bca", jackknife("mean", s)))
+    assert out[1] < out[0] < out[2]
+
+
+# ------------------------------------------------------------------------------ probability of improvement
+
+def test_poi_hand_computed_with_ties():
+    # task 1: 1<2,1<2 -> 0; 2=2 twice -> 1; 3>2 twice -> 2: U = 3 of 6 pairs
+    # task 2: 3 beats 1, 2 and ties 3 -> 2.5; 4 beats all -> 3: U = 5.5 of 6
+    x = [np.array([1.0, 2.0, 3.0]), np.array([3.0, 4.0])]
+    y = [np.array([2.0, 2.0]), np.array([1.0, 2.0, 3.0])]
+    assert probability_of_improvement(x, y) == pytest.approx((3 / 6 + 5.5 / 6) / 2, abs=1e-15)
+    assert probability_of_improvement([np.ones(3)], [np.ones(5)]) == 0.5
+    assert probability_of_improvement(y, x) == pytest.approx(1 - (3 / 6 + 5.5 / 6) / 2, abs=1e-15)
+
+
+@pytest.mark.parametrize("nx,ny,n_tasks", [(5, 5, 3), (10, 3, 26), (2, 7, 1)])
+def test_poi_equals_rliable(nx, ny, n_tasks):
+    rng = np.random.default_rng(nx * 100 + ny)
+    for x, y in ((rng.normal(size=(nx, n_tasks)), rng.normal(size=(ny, n_tasks))),
+                 (rng.integers(0, 3, (nx, n_tasks)).astype(float), rng.integers(0, 3, (ny, n_tasks)).astype(float))):
+        assert abs(probability_of_improvement(x, y) - rly_metrics.probability_of_improvement(x, y)) <= 1e-12
+    same = rng.normal(size=(nx, n_tasks))
+    assert probability_of_improvement(same, same) == rly_metrics.probability_of_improvement(same, same) == 0.5
+
+
+def test_poi_replicates_follow_resampling_and_batch_invariant():
+    rng = np.random.default_rng(8)
+    x = [rng.integers(0, 4, n).astype(float) for n in (3, 6)]
+    y = [rng.integers(0, 4, n).astype(float) for n in (5, 2)]
+    got = poi_replicates(x, y, 50, rng_for(2))
+    kx = 9
+    u = rng_for(2).random((50, kx + 7))
+    for r in range(50):
+        xr = explicit_resamples(x, 1, _Fixed(u[r:r + 1, :kx]))[0]
+        yr = explicit_resamples(y, 1, _Fixed(u[r:r + 1, kx:]))[0]
+        assert got[r] == pytest.approx(probability_of_improvement(xr, yr), abs=1e-12)
+    for batch in (1, 13, 50):
+        assert np.array_equal(poi_replicates(x, y, 50, rng_for(2), batch=batch), got)
+    with pytest.raises(ValueError, match="same tasks"):
+        poi_replicates(x, y[:1], 10, rng_for(0))
+
+
+class _Fixed:
+    """Stand-in generator that returns pre-drawn uniforms."""
+
+    def __init__(self, u):
+        self.u = u
+
+    def random(self, shape):
+        assert shape == self.u.shape
+        return self.u
+
+
+# ------------------------------------------------------------------------------------------- profiles
+
+def test_performance_profile_hand_computed():
+    s = [np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, 6.0])]
+    # tau 0.5: task1 3/4, task2 1 -> 0.875; tau 2.5: 1/4, 1 -> 0.625; tau 5.5: 0, 1/2 -> 0.25
+    np.testing.assert_array_equal(performance_profile(s, [0.5, 2.5, 5.5]), [0.875, 0.625, 0.25])
+    # strictly above: a score equal to tau does not count
+    np.testing.assert_array_equal(performance_profile([np.array([1.0, 2.0])], [1.0, 2.0]), [0.5, 0.0])
+
+
+def test_profile_equals_rliable_score_distribution():
+    scores = np.random.default_rng(0).normal(size=(10, 5))
+    taus = np.linspace(-2, 2, 9)
+    # rliable.library.run_score_deviation: np.mean(scores > tau) over all runs and tasks
+    expected = np.array([np.mean(scores > t) for t in taus])
+    np.testing.assert_allclose(performance_profile(scores, taus), expected, rtol=0, atol=1e-15)
+
+
+def test_profile_bands_follow_resampling_and_are_seeded():
+    s = [np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, 6.0, 4.0])]
+    taus = [0.5, 2.5, 5.5]
+    got = profile_replicates(s, taus, 30, rng_for(1))
+    for r, resample in enumerate(explicit_resamples(s, 30, rng_for(1))):
+        np.testing.assert_allclose(got[r], performance_profile(resample, taus), rtol=0, atol=1e-15)
+    assert np.array_equal(profile_replicates(s, taus, 30, rng_for(1), batch=4), got)
+    point, lo, hi = profile_bands(s, taus, 500, rng_for(1))
+    assert np.all(lo <= point) and np.all(point <= hi)
+    np.testing.assert_array_equal(point, performance_profile(s, taus))
+
+
+# ---------------------------------------------------------------------------------------------- ranks
+
+def test_rank_probabilities_hand_computed_with_ties():
+    values = np.array([[1.0, 2.0, 2.0],  # B and C tie for ranks 1-2, A third
+                       [3.0, 2.0, 1.0]])  # A, B, C
+    expected = np.array([[0.5, 0.0, 0.5],
+                         [0.25, 0.75, 0.0],
+                         [0.25, 0.25, 0.5]])
+    np.testing.assert_allclose(rank_probabilities(values), expected, rtol=0, atol=1e-15)
+    # lower is better (optimality gap): ranks reverse
+    np.testing.assert_allclose(rank_probabilities(values, higher_is_better=False), expected[:, ::-1], atol=1e-15)
+
+
+def test_rank_probabilities_rows_and_columns_sum_to_one():
+    v = np.random.default_rng(0).integers(0, 3, (200, 5)).astype(float)
+    p = rank_probabilities(v)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(p.sum(axis=0), 1.0, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ cross-check with rliable
+
+@functools.cache
+def _rliable_library():
+    """Import ``rliable.library`` under pandas 3.
+
+    rliable 1.2.0's ``library`` imports ``arch``; arch 7.2 calls pandas' private ``deprecate_kwarg`` with
+    the pre-pandas-3 signature and fails at import (arch 8.0 imports but rejects rliable's
+    ``random_state`` keyword). The decorator only renames a plotting keyword of arch's GARCH results, so
+    for the import we hand arch a wrapper that supplies pandas 3's new first argument (the warning class).
+    rliable's bootstrap draws from NumPy's global RNG, so the test seeds it and restores it.
+    """
+    try:
+        from rliable import library
+        return library
+    except TypeError:
+        pass
+    import sys
+
+    import pandas.util._decorators as pd_dec
+
+    original = pd_dec.deprecate_kwarg
+
+    def compat(*args, **kwargs):
+        if args and isinstance(args[0], str):
+            return original(FutureWarning, *args, **kwargs)
+        return original(*args, **kwargs)
+
+    for name in [m for m in sys.modules if m == "arch" or m.startswith("arch.") or m.startswith("rliable.library")]:
+        del sys.modules[name]
+    pd_dec.deprecate_kwarg = compat
+    try:
+        from rliable import library
+    finally:
+        pd_dec.deprecate_kwarg = original
+    return library
+
+
+def _quantile_se(values: np.ndarray, p: float, reps: int) -> float:
+    """Monte-Carlo standard error of the ``p`` quantile of ``reps`` bootstrap replicates:
+    sqrt(p (1 - p) / reps) / f(q_p), with the density f estimated from the quantiles at p +- 0.02."""
+    q_lo, q_hi = np.quantile(values, [p - 0.02, p + 0.02])
+    density = 0.04 / max(q_hi - q_lo, 1e-12)
+    return float(np.sqrt(p * (1 - p) / reps) / density)
+
+
+def test_intervals_agree_with_rliable_get_interval_estimates():
+    library = _rliable_library()
+    rng = np.random.default_rng(2024)
+    scores = rng.lognormal(0.0, 0.7, size=(10, 6))  # (n_runs, n_tasks)
+    reps = 20_000
+    fns = {**RLIABLE, "og": rly_metrics.aggregate_optimality_gap}
+    func = lambda x: np.array([fns[m](x) for m in METRICS])  # noqa: E731
+    state = np.random.get_state()
+    np.random.seed(12345)  # rliable resamples with np.random.choice and ignores random_state
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            points, cis = library.get_interval_estimates({"A": scores}, func, reps=reps,
+                                                         random_state=np.random.RandomState(0))
+    finally:
+        np.random.set_state(state)
+    ours = interval_estimates({"A": columns(scores)}, METRICS, reps=reps, seed=0)["A"]
+    values = replicates(columns(scores), METRICS, reps, rng_for(0, "aggregate", "A"))
+    for j, metric in enumerate(METRICS):
+        point, lo, hi = ours[metric]
+        assert abs(point - points["A"][j]) <= 1e-12
+        for p, mine, theirs in ((0.025, lo, cis["A"][0, j]), (0.975, hi, cis["A"][1, j])):
+            # two independent Monte-Carlo estimates of one quantile: |difference| has SE sqrt(2) * SE;
+            # 5 SE is a false-alarm rate below 1e-6 per endpoint under normality.
+            tol = 5 * np.sqrt(2) * _quantile_se(values[:, j], p, reps)
+            assert abs(mine - theirs) <= tol, (metric, p, mine, theirs, tol)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_jackknife_equals_leave_one_out_recomputation(metric):
+    rng = np.random.default_rng(4)
+    for s in ([rng.normal(size=n) for n in (2, 5, 3, 9)], [rng.integers(0, 3, 4).astype(float) for _ in range(5)]):
+        got = jackknife(metric, s, gamma=0.7)
+        for m, a in enumerate(s):
+            for i in range(a.size):
+                reduced = [np.delete(t, i) if j == m else t for j, t in enumerate(s)]
+                assert abs(got[m][i] - aggregate(metric, reduced, 0.7)) <= 1e-12
+
+
+def test_largest_uniform_never_indexes_past_the_task():
+    # the engine maps u in [0, 1) to floor(u * n_runs) without clipping; the largest double below 1 must
+    # still give an index below n_runs for every plausible run count
+    n = np.arange(1, 200_001, dtype=np.float64)
+    assert np.all(np.floor(np.nextafter(1.0, 0.0) * n) < n)

@@ -1,0 +1,229 @@
+"""The SQLite store: schema, meta, lock, resume semantics, hash refusal, export (exact values), status."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.errors import InputError
+from rlaudit.protocol import parse_protocol, plan
+from rlaudit.run.spec import EvalRecord, RunResult
+from rlaudit.scores import read_scores
+from rlaudit.store import SCHEMA_VERSION, Store, export_table, source_from_store, store_status
+
+TEXT = """
+schema_version = 1
+name = "st"
+title = "Store test"
+citation = "Nobody (2026)"
+seeds = 2
+[regimes]
+low = 100
+high = 200
+tuned = { budget = 150, mode = "separate" }
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+[[algorithms]]
+name = "A2C"
+[evaluation]
+eval_every = 50
+[[claims]]
+better = "PPO"
+worse = "A2C"
+[audit]
+metric = "mean"
+"""
+
+
+@pytest.fixture
+def pl(tmp_path):
+    path = tmp_path / "st.toml"
+    path.write_text(TEXT)
+    from rlaudit.protocol import load_protocol
+
+    return plan(load_protocol(path))
+
+
+def fill(store, spec, means: dict[int, float]) -> None:
+    """Record a run whose evaluation at each step has two episodes with mean ``means[step]``."""
+    store.started(spec.run_id, "w1")
+    for steps, m in means.items():
+        store.record(EvalRecord(spec.run_id, steps, (m - 1.0, m + 1.0), (10, 12), steps / 100))
+    store.finished(RunResult(spec.run_id, max(means), 1.5))
+
+
+def test_schema_meta_and_plan(tmp_path, pl):
+    store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+    store.sync_plan(pl)
+    store.close()
+    con = sqlite3.connect(tmp_path / "s.sqlite")
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    for key in ("rlaudit", "stable-baselines3", "torch", "gymnasium", "ale-py", "python", "host", "argv", "created"):
+        assert key in meta
+    assert meta["protocol_hash"] == pl.protocol.hash
+    text, = con.execute("SELECT text FROM protocols").fetchone()
+    assert text == TEXT
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    runs = con.execute("SELECT run_id, status, regime_kind FROM runs ORDER BY run_id").fetchall()
+    assert len(runs) == 2 * 2 * 2 and {r[1] for r in runs} == {"pending"}
+    assert ("CartPole-v1__A2C__0__tuned", "pending", "separate") in runs
+    assert con.execute("SELECT name, budget, kind, run_regime FROM regimes ORDER BY budget").fetchall() == [
+        ("low", 100, "nested", "nested"), ("tuned", 150, "separate", "tuned"), ("high", 200, "nested", "nested")]
+
+
+def test_second_writer_is_refused(tmp_path, pl):
+    first = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+    try:
+        with pytest.raises(InputError, match="another 'rlaudit run' is writing this store"):
+            Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+        assert store_status(tmp_path / "s.sqlite").empty  # readers are fine while it runs
+    finally:
+        first.close()
+    Store.open_for_run(tmp_path / "s.sqlite", pl.protocol).close()  # lock released on close
+
+
+def test_resume_discards_partial_runs(tmp_path, pl):
+    store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+    store.sync_plan(pl)
+    a, b = pl.runs[0], pl.runs[1]
+    fill(store, a, {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0})
+    store.started(b.run_id, "w2")
+    store.record(EvalRecord(b.run_id, 50, (1.0,), (5,), 0.1))
+    store.con.close()  # the driver dies: no close(), no status update
+    store._lock_fh.close()
+
+    store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+    status = store_status(tmp_path / "s.sqlite")
+    assert status["interrupted"].sum() == 0 and status["running"].sum() == 1  # we hold the lock again
+    assert store.reset_unfinished() == 1
+    st = store.statuses()
+    assert st[a.run_id] == "done" and st[b.run_id] == "pending"
+    n = store.con.execute("SELECT COUNT(*) FROM evaluations WHERE run_id=?", (b.run_id,)).fetchone()[0]
+    assert n == 0
+    store.close()
+
+
+def test_hash_mismatch_refused_and_new_store_moves_aside(tmp_path, pl):
+    store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
+    store.sync_plan(pl)
+    store.close()
+    other = parse_protocol(TEXT.replace("seeds = 2", "seeds = 3"), "other.toml")
+    with pytest.raises(InputError, match="holds runs of another protocol"):
+        Store.open_for_run(tmp_path / "s.sqlite", other)
+    Store.open_for_run(tmp_path / "s.sqlite", other, new_store=True).close()
+    backups = [p.name for p in tmp_path.iterdir() if p.name.endswith(".bak")]
+    assert len(backups) == 1
+    con = sqlite3.connect(tmp_path / backups[0])
+    assert con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0] == pl.protocol.hash
+
+
+def test_corrupted_store(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    store.close()
+    data = bytearray(path.read_bytes())
+    data[0:16] = b"garbage garbage!"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="not a readable rlaudit store"):
+        export_table(path)
+    result = CliRunner().invoke(main, ["status", str(path)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+
+
+def test_export_final_and_max_exact(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    by_id = {r.run_id: r for r in pl.runs}
+    fill(store, by_id["CartPole-v1__PPO__0__nested"], {50: 1.0, 100: 5.0, 150: 9.0, 200: 7.0})
+    fill(store, by_id["CartPole-v1__PPO__0__tuned"], {50: 3.0, 100: 8.0, 150: 6.0})
+    # a run that is still running must not appear
+    store.started("CartPole-v1__A2C__0__nested", "w1")
+    store.record(EvalRecord("CartPole-v1__A2C__0__nested", 100, (50.0,), (1,), 0.1))
+    store.close()
+
+    final = export_table(path).frame
+    assert list(final.columns) == ["algorithm", "task", "run", "budget", "score", "score_kind", "regime",
+                                   "regime_kind", "eval_protocol"]
+    rows = {(r.budget, r.regime): (r.score, r.regime_kind, r.eval_protocol) for r in final.itertuples()}
+    assert rows == {(100, "low"): (5.0, "nested", "final"), (150, "tuned"): (6.0, "separate", "final"),
+                    (200, "high"): (7.0, "nested", "final")}
+    assert set(final["algorithm"]) == {"PPO"} and set(final["score_kind"]) == {"eval"}
+
+    mx = export_table(path, "max").frame
+    rows = {(r.budget, r.regime): r.score for r in mx.itertuples()}
+    assert rows == {(100, "low"): 5.0, (150, "tuned"): 8.0, (200, "high"): 9.0}
+    assert set(mx["eval_protocol"]) == {"max"}
+
+    table = export_table(path)
+    assert any("anytime readings" in n for n in table.meta.notes)
+    assert any("not finished" in n for n in table.meta.notes)
+
+
+def test_export_cli_and_source(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    for r in pl.runs:
+        steps = {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0} if r.regime == "nested" else {50: 1.0, 100: 1.5, 150: 2.5}
+        fill(store, r, {k: v + r.seed for k, v in steps.items()})
+    store.close()
+    out = tmp_path / "scores.parquet"
+    result = CliRunner().invoke(main, ["export", str(path), "-o", str(out), "--protocol", "max"])
+    assert result.exit_code == 0, result.output
+    t = read_scores(out)
+    assert len(t.frame) == 2 * 2 * 3 and t.meta.score_kind == "eval"
+    assert t.frame.loc[(t.frame["run"] == "1") & (t.frame["budget"] == 200), "score"].tolist() == [5.0, 5.0]
+
+    src = source_from_store(path)
+    assert src.protocol == "st" and src.title == "Store test" and src.citation == "Nobody (2026)"
+    assert src.audit["metric"] == "mean"
+    assert [c["better"] for c in src.claims] == ["PPO"]
+    assert list(src.budget_labels) == [{"budget": 100, "regime": "low", "regime_kind": "nested"},
+                                       {"budget": 150, "regime": "tuned", "regime_kind": "separate"},
+                                       {"budget": 200, "regime": "high", "regime_kind": "nested"}]
+
+    from rlaudit.sources import load_source
+
+    assert load_source(path).table.frame.equals(src.table.frame)
+
+    bad = CliRunner().invoke(main, ["export", str(path), "-o", str(tmp_path / "x.txt")])
+    assert bad.exit_code == 2 and not (tmp_path / "x.txt").exists()
+
+
+def test_export_with_no_finished_run(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    store.close()
+    with pytest.raises(InputError, match="no finished run yet"):
+        export_table(path)
+
+
+def test_status_counts_and_failures(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    fill(store, pl.runs[0], {50: 1.0, 100: 1.0, 200: 1.0})
+    store.started(pl.runs[1].run_id, "w1")
+    store.failed(pl.runs[1].run_id, "Traceback (most recent call last):\n  ...\nValueError: boom")
+    store.started(pl.runs[2].run_id, "w1")
+    store.close()  # the running one is now 'interrupted' (nobody holds the lock)
+    st = store_status(path)
+    totals = st[["done", "running", "interrupted", "failed", "pending", "total"]].sum().tolist()
+    assert totals == [1, 0, 1, 1, 5, 8]
+    result = CliRunner().invoke(main, ["status", str(path)])
+    assert result.exit_code == 0
+    assert "ValueError: boom" in result.output
+    con = sqlite3.connect(path)
+    err, = con.execute("SELECT error FROM runs WHERE run_id=?", (pl.runs[1].run_id,)).fetchone()
+    assert err.startswith("Traceback")
+    assert json.loads(con.execute("SELECT returns FROM evaluations LIMIT 1").fetchone()[0]) == [0.0, 2.0]
