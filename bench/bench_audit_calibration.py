@@ -43,11 +43,12 @@ def main() -> None:
     ap.add_argument("--metric", default="iqm")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--correction", default="holm")
+    ap.add_argument("--small-sample", action="store_true", help="decide from the expanded bootstrap")
     ap.add_argument("--quick", action="store_true", help="40 simulations")
     args = ap.parse_args()
     sims = 40 if args.quick else args.sims
     settings = AuditSettings(metric=args.metric, metrics=(args.metric,), reps=args.reps, reps_pairwise=100,
-                             alpha=args.alpha, correction=args.correction)
+                             alpha=args.alpha, correction=args.correction, small_sample=args.small_sample)
     start = time.perf_counter()
     false_any = confirmed_any = 0
     for seed in range(sims):
@@ -56,7 +57,8 @@ def main() -> None:
         confirmed_any += any(i["kind"] == "confirmed" for i in res.inversions)
     elapsed = time.perf_counter() - start
     print(f"null calibration: {sims} audits, {args.runs} runs/task, 5 tasks, 3 budgets, {args.metric}, "
-          f"{args.reps} reps, {args.correction}, alpha {args.alpha:g} ({elapsed:.1f} s)")
+          f"{args.reps} reps, {args.correction}, alpha {args.alpha:g}"
+          f"{', small-sample (expanded) bootstrap' if args.small_sample else ''} ({elapsed:.1f} s)")
     for name, k in (("audits with >= 1 false decision", false_any),
                     ("audits with a confirmed inversion", confirmed_any)):
         upper = scipy.stats.beta.ppf(0.99, k + 1, sims - k) if k < sims else 1.0

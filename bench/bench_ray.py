@@ -4,14 +4,16 @@ Runs one protocol of N short CartPole PPO runs twice with the same number of wor
 -j W`` and ``--executor ray`` on a W-CPU Ray cluster started on 127.0.0.1 (inside a loopback-only network
 namespace, as in tests/test_ray.py; needs root). Prints runs/s of both, the ratio, and the overhead per run:
 wall time x workers minus the runs' own training time (from the store), divided by the number of runs.
-Cluster start-up is not counted; driver start-up (imports, connecting, the per-node probe) is.
+Cluster start-up is not counted; driver start-up (imports, connecting, the per-node probe) is. Each executor
+runs ``--repeat`` times in A B B A order and the means are printed.
 
-    .venv/bin/python bench/bench_ray.py [--runs 24] [--steps 256] [--workers 2]
+    .venv/bin/python bench/bench_ray.py [--runs 24] [--steps 256] [--workers 2] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import subprocess
 import sys
@@ -43,7 +45,8 @@ deterministic = true
 """
 
 
-def train_seconds(store: Path) -> float:
+def train_seconds(store: Path) -> tuple[float, int]:
+    """Training seconds summed over the store's done runs, and their number."""
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
         (total, n), = con.execute("SELECT SUM(wall_time), COUNT(*) FROM runs WHERE status='done'")
@@ -66,37 +69,59 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2, help="sweeps per executor, alternating (A B B A …)")
     args = ap.parse_args()
     why = loopback_unavailable()
-    if why:
-        sys.exit(f"bench_ray: {why}")
+    if why:  # not a failure of rlaudit: `make bench` goes on with the other benches
+        print(f"bench_ray: skipped ({why})")
+        return
     work = Path(tempfile.mkdtemp(prefix="bench_ray."))
     proto = work / "bench.toml"
     proto.write_text(PROTOCOL.format(seeds=args.runs, steps=args.steps))
     rlaudit = str(BIN / "rlaudit")
 
-    local_store = work / "local.sqlite"
-    local_wall = timed([rlaudit, "run", str(proto), "--store", str(local_store), "-j", str(args.workers)], work)
+    results: dict[str, list[tuple[float, float, int]]] = {"local": [], "ray": []}  # (wall, training s, runs)
+
+    def local(i: int) -> None:
+        store = work / f"local{i}.sqlite"
+        wall = timed([rlaudit, "run", str(proto), "--store", str(store), "-j", str(args.workers)], work)
+        results["local"].append((wall, *train_seconds(store)))
+
     with LoopbackCluster(node_cpus=(args.workers,)) as cluster:
-        ray_store = work / "ray.sqlite"
-        ray_wall = timed([rlaudit, "run", str(proto), "--store", str(ray_store), "--executor", "ray",
+
+        def on_ray(i: int) -> None:
+            store = work / f"ray{i}.sqlite"
+            wall = timed([rlaudit, "run", str(proto), "--store", str(store), "--executor", "ray",
                           "--address", cluster.address], work,
                          runner=lambda c: cluster.run(c, cwd=work, timeout=3600))
+            results["ray"].append((wall, *train_seconds(store)))
+
+        # A B B A order, so that a change of machine load during the bench hits both executors alike.
+        for i in range(args.repeat):
+            order = (local, on_ray) if i % 2 == 0 else (on_ray, local)
+            for fn in order:
+                fn(i)
         memory = cluster.memory_mb()
 
-    print(f"{args.runs} runs of {args.steps} env steps (CartPole-v1, PPO), {args.workers} workers")
-    rows = []
-    for name, wall, store in (("local", local_wall, local_store), ("ray", ray_wall, ray_store)):
-        train, n = train_seconds(store)
-        assert n == args.runs, f"{name}: {n} runs done"
-        overhead = (wall * args.workers - train) / n
-        rows.append((name, wall, n / wall, train / n, overhead))
-        print(f"  {name:<5} wall {wall:7.1f} s  {n / wall:6.2f} runs/s  training {train / n:5.2f} s/run  "
-              f"overhead {overhead:5.2f} s/run (worker-seconds not spent training)")
-    (_, _, local_rate, _, local_over), (_, _, ray_rate, _, ray_over) = rows
-    print(f"ray / local runs/s: {ray_rate / local_rate:.2f}   "
-          f"extra overhead of ray: {ray_over - local_over:+.2f} s/run")
+    print(f"{args.runs} runs of {args.steps} env steps (CartPole-v1, PPO), {args.workers} workers, "
+          f"{args.repeat} repeats (mean)")
+    rates = {}
+    overheads = {}
+    for name, rows in results.items():
+        assert all(n == args.runs for _, _, n in rows), f"{name}: not every run done"
+        wall = sum(w for w, _, _ in rows) / len(rows)
+        train = sum(t for _, t, _ in rows) / len(rows)
+        rates[name] = args.runs / wall
+        overheads[name] = (wall * args.workers - train) / args.runs
+        print(f"  {name:<5} wall {wall:7.1f} s  {rates[name]:6.2f} runs/s  training {train / args.runs:5.2f} s/run  "
+              f"overhead {overheads[name]:5.2f} s/run (worker-seconds not spent training)  "
+              f"[walls: {', '.join(f'{w:.1f}' for w, _, _ in rows)}]")
+    print(f"ray / local runs/s: {rates['ray'] / rates['local']:.2f}   "
+          f"extra overhead of ray: {overheads['ray'] - overheads['local']:+.2f} s/run")
     print(f"ray cluster memory (RSS of all its processes): {memory:.0f} MB")
+    with open("/proc/loadavg") as f:
+        print(f"load average at the end (1 / 5 / 15 min): {' / '.join(f.read().split()[:3])} on "
+              f"{os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,8 @@ def main() -> int:
     if args.audit:
         doc, what = json.loads(Path(args.audit).read_text()), args.audit
     elif not args.synthetic and (Path(args.data) / "dopamine").is_dir():
-        doc, what = dopamine_audit(Path(args.data)), "Dopamine Atari 200M (protocols/published/dopamine-atari-200m.toml)"
+        doc = dopamine_audit(Path(args.data))
+        what = "Dopamine Atari 200M (protocols/published/dopamine-atari-200m.toml)"
     else:
         doc, what = synthetic_audit(), "synthetic audit of the Dopamine size"
     t_audit = time.perf_counter() - t0

@@ -156,14 +156,15 @@ def test_flags_select_budgets_metric_and_correction(tmp_path):
     p = write(tmp_path, "s.csv", GOOD)
     code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "300", "--budgets", "20", "--metric", "median",
                                         "--correction", "bonferroni", "--alpha", "0.01", "--gamma", "0.8",
-                                        "--ci-method", "bca", "--quiet", "--out", str(tmp_path / "o")])
+                                        "--ci-method", "bca", "--small-sample", "--quiet",
+                                        "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     assert stdout == ""
     doc = json.loads((tmp_path / "o" / "audit.json").read_text())
     s = doc["settings"]
     assert (doc["budgets"], s["metric"], s["correction"], s["alpha"], s["gamma"], s["interval_method"]) == \
         ([20], "median", "bonferroni", 0.01, 0.8, "bca")
-    assert doc["orderings"][0]["metric"] == "median"
+    assert doc["orderings"][0]["metric"] == "median" and s["small_sample"] is True
     assert "Bonferroni over all 1 pair(s) x 1 budget(s)" in s["correction_description"]
 
 

@@ -141,6 +141,18 @@ def test_recover_runs_refuses_unsplittable_orders():
     assert rec.run.tolist() == [0, 0, 0, 1, 1, 1, 1] and "iteration(s) 2" in rec.notes[0]
 
 
+def test_dopamine_file_with_one_agent_short_of_a_run_is_refused(tmp_path):
+    """n_runs is inferred from the whole file: agent B's 2 blocks cannot be 3 runs (one missing or merged)."""
+    recs = [{"Iteration": i, "Value": float(k), "Agent": "A"} for k in range(3) for i in range(4)]
+    recs += [{"Iteration": i, "Value": float(k), "Agent": "B"} for k in range(2) for i in range(4)]
+    path = tmp_path / "game.json"
+    path.write_text(json.dumps(recs))
+    with pytest.raises(InputError, match=r"game.json: agent 'B': record order cannot be split into 3 runs.*record\(s\) 13, 17"):
+        import_path("dopamine", [path])
+    table = import_path("dopamine", [path], agents=["A"])
+    assert sorted(table.frame["run"].unique()) == ["0", "1", "2"]
+
+
 # ------------------------------------------------------------------------------ curves resampling
 
 def test_resample_exact_values():

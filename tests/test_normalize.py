@@ -203,3 +203,27 @@ def test_refuses_double_normalisation():
     t = table(["Pong"], [1.0], normalized="atari")
     with pytest.raises(InputError, match=r"scores\.csv: scores are already normalised \(atari\); refusing"):
         normalize(t, parse_normalization("divide:10"))
+
+
+def test_real_atari100k_scores_normalise_like_rliable(shared_data):
+    """SPR's published Atari 100k runs (rliable's data): normalise through a score table and compare the IQM
+    with rliable's on the matrix normalised by hand from the shared reference CSV."""
+    import json
+
+    from rliable import metrics as rly_metrics
+
+    from rlaudit.stats import aggregate
+
+    raw = json.loads((shared_data / "atari100k" / "SPR.json").read_text())
+    with open(shared_data / "atari_reference_scores.csv", newline="") as fh:
+        ref = {r["game"]: (float(r["random"]), float(r["human"])) for r in csv.DictReader(fh)}
+    games = sorted(raw)
+    matrix = np.stack([(np.asarray(raw[g]) - ref[g][0]) / (ref[g][1] - ref[g][0]) for g in games], axis=1)
+    # spell the games the Gym way to exercise the name matching on real data
+    frame = pd.DataFrame([{"algorithm": "SPR", "task": f"{g}NoFrameskip-v4", "run": str(r), "budget": 100_000,
+                           "score": s} for g in games for r, s in enumerate(raw[g])])
+    out = normalize(ScoreTable.from_frame(frame), parse_normalization("atari"))
+    score_set = out.score_matrix("SPR", 100_000, [f"{g}NoFrameskip-v4" for g in games])
+    assert matrix.shape == (100, 26)
+    assert abs(aggregate("iqm", score_set) - rly_metrics.aggregate_iqm(matrix)) <= 1e-12
+    assert abs(aggregate("median", score_set) - rly_metrics.aggregate_median(matrix)) <= 1e-12

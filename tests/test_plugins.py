@@ -42,8 +42,12 @@ def plugin_installed(tmp_path_factory):
         if done.returncode != 0:
             pytest.fail(f"pip install of the example plugin failed:\n{done.stdout}\n{done.stderr}")
     importlib.invalidate_caches()
+    saved = dict(registry._REGISTRY)
     registry.discover_plugins()  # this process may have read the entry points before the install
     yield
+    # Later tests in this session must not see algorithms whose package is gone.
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
     if not already:
         _pip("uninstall", "-q", "-y", DIST)
         importlib.invalidate_caches()

@@ -121,7 +121,23 @@ def run_and_kill_a_worker(cluster: LoopbackCluster, args: list[str], store: Path
 
 # ------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def cluster():
+def local_sweep(tmp_path_factory):
+    """The local executor's sweep of ray_sweep.toml, started now; it trains while the cluster starts."""
+    if _why_not is not None:
+        pytest.skip(f"loopback Ray cluster: {_why_not}")
+    d = tmp_path_factory.mktemp("local")
+    proc = subprocess.Popen([RLAUDIT, "run", str(SWEEP), "--store", str(d / "store.sqlite"), "-j", "2"], cwd=d,
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc, d / "store.sqlite"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def cluster(local_sweep):
     """Two Ray nodes of one CPU each on 127.0.0.1; every process of it is killed at the end, pass or fail."""
     if _why_not is not None:
         pytest.skip(f"loopback Ray cluster: {_why_not}")
@@ -135,12 +151,12 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, list[tuple]]:
+def reference(local_sweep, cluster) -> dict[str, list[tuple]]:
     """The local executor's evaluations for ray_sweep.toml."""
-    d = tmp_path_factory.mktemp("local")
-    done = local_run([str(SWEEP), "--store", str(d / "store.sqlite"), "-j", "2"], cwd=d)
-    assert done.returncode == 0, done.stderr
-    ref = evaluations(d / "store.sqlite")
+    proc, store = local_sweep
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    ref = evaluations(store)
     assert len(ref) == 4 and all(len(v) == N_EVALS for v in ref.values())
     return ref
 
@@ -215,9 +231,10 @@ def test_plugin_shipped_with_working_dir_and_failing_run(cluster, tmp_path):
     assert len(evaluations(store)[ok]) == 1
 
 
-def test_ctrl_c_cancels_outstanding_tasks(cluster, tmp_path):
-    """SIGINT to the driver while runs train: exit 130, no rlaudit task left running on the cluster, the
-    unfinished runs back to pending for the next 'rlaudit run'."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_cancels_outstanding_tasks(cluster, tmp_path, sig):
+    """Ctrl-C (or a scheduler's SIGTERM) to the driver while runs train: exit 130, no rlaudit task left
+    running on the cluster, the unfinished runs back to pending for the next 'rlaudit run'."""
     store = tmp_path / "store.sqlite"
     proc = cluster.popen([RLAUDIT, "run", str(SWEEP), "--store", str(store), "--executor", "ray",
                           "--address", cluster.address], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -227,7 +244,7 @@ def test_ctrl_c_cancels_outstanding_tasks(cluster, tmp_path):
         while not cluster.task_pids("rlaudit:CartPole") and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         assert cluster.task_pids("rlaudit:CartPole"), "no run started"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -240,6 +257,45 @@ def test_ctrl_c_cancels_outstanding_tasks(cluster, tmp_path):
     assert cluster.task_pids("rlaudit:CartPole") == {}
     assert set(r["status"] for r in runs(store).values()) <= {"pending", "done"}
     assert "interrupted" in err
+
+
+class FakeSink:
+    """Records the calls an executor makes (no store)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def started(self, run_id, worker):
+        self.calls.append(("started", run_id, worker))
+
+    def record(self, rec):
+        self.calls.append(("record", rec))
+
+    def restarted(self, run_id, reason):
+        self.calls.append(("restarted", run_id, reason))
+
+    def progress(self, run_id, steps):
+        self.calls.append(("progress", run_id, steps))
+
+
+def test_router_drops_late_events_of_a_lost_attempt():
+    """A retried run starts clean: restarted() before the new start, and no event of the lost attempt after it."""
+    from rlaudit.run.ray_executor import _EventRouter
+
+    sink, counted = FakeSink(), []
+    router = _EventRouter(sink, lambda node, what: counted.append((node, what)))
+    router.dispatch([("start", "r1", "a", "n1 pid 1", "n1"), ("record", "r1", "a", "rec-a1"),
+                     ("progress", "r1", "a", 300), ("start", "r2", "c", "n2 pid 5", "n2")])
+    # r1's worker dies; Ray retries it on n2. A record the dead worker sent is delivered late.
+    router.dispatch([("start", "r1", "b", "n2 pid 7", "n2"), ("record", "r1", "a", "rec-a2"),
+                     ("progress", "r1", "a", 600), ("record", "r1", "b", "rec-b1"), ("record", "r2", "c", "rec-c1")])
+    assert sink.calls == [
+        ("started", "r1", "n1 pid 1"), ("record", "rec-a1"), ("progress", "r1", 300), ("started", "r2", "n2 pid 5"),
+        ("restarted", "r1", "worker n1 pid 1 was lost; Ray retried the run on n2 pid 7"),
+        ("started", "r1", "n2 pid 7"), ("record", "rec-b1"), ("record", "rec-c1")]
+    assert counted == [("n1", "lost")]
+    assert router.is_live("r1", "b") and not router.is_live("r1", "a") and router.node_of("r1") == "n2"
+    assert router.node_of("r3") == "unknown node"
 
 
 def test_check_reachable_answers_fast(tmp_path):

@@ -32,6 +32,7 @@ from rlaudit.report.render import md_escape, tex_escape
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
+GOLDEN_AUDIT = Path(__file__).parent / "golden" / "audit.json"
 BUDGETS = (10_000_000, 50_000_000, 200_000_000)
 HOSTILE_ALGS = ("<script>alert(1)</script>", "A&B", "50%_run", "a|b")
 STEMS = ("aggregates", "budget_curves", "rank_bump", "pairwise", "profiles")
@@ -302,10 +303,23 @@ def test_markdown_numbers_equal_audit(report_dir, audit_doc):
     assert n == len(audit_doc["aggregates"])
 
 
-def test_markdown_golden(report_dir):
-    text = _scrub((report_dir / "report.md").read_text())
+def _render_md(doc: dict) -> str:
+    """``report.md`` exactly as ``build_report`` writes it, without drawing the figures."""
+    from rlaudit.report.render import render_text
+
+    return render_text(build_model(doc), "md", {stem: {} for stem in STEMS})
+
+
+def test_markdown_golden(report_dir, audit_doc):
+    """``report.md`` of a frozen audit (``tests/golden/audit.json``, a ``run_audit`` output kept fixed so that
+    audit-stage changes do not move this golden file) equals ``tests/golden/report.md``, times and versions
+    scrubbed. Regenerate with ``RLAUDIT_UPDATE_GOLDEN=1`` after an intended change."""
+    assert (report_dir / "report.md").read_text() == _render_md(audit_doc)  # the golden path is the real one
     if os.environ.get("RLAUDIT_UPDATE_GOLDEN"):
         GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN_AUDIT.write_text(json.dumps(audit_doc, indent=1, ensure_ascii=False) + "\n")
+    text = _scrub(_render_md(json.loads(GOLDEN_AUDIT.read_text())))
+    if os.environ.get("RLAUDIT_UPDATE_GOLDEN"):
         GOLDEN.write_text(text)
     assert text == GOLDEN.read_text(), "report.md changed; if intended, rerun with RLAUDIT_UPDATE_GOLDEN=1"
 
@@ -473,6 +487,16 @@ def test_cli_bad_options(tmp_path, audit_doc, args, message):
     src.write_text(json.dumps(audit_doc))
     res = CliRunner().invoke(_cli(), ["report", str(src), "-o", str(tmp_path / "o"), *args])
     assert res.exit_code == 2 and res.output.startswith(message) and res.output.count("\n") == 1, res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_json_that_is_not_an_audit(tmp_path):
+    src = tmp_path / "DER.json"
+    src.write_text('{"Pong": [1.0, 2.0]}')
+    res = CliRunner().invoke(_cli(), ["report", str(src), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and res.output == (f"error: {src}: not an rlaudit audit.json (no schema_version); for a "
+                                                 "published score file pass --from FORMAT (dopamine, rliable, curves, "
+                                                 "…)\n"), res.output
     assert not (tmp_path / "o").exists()
 
 

@@ -151,7 +151,54 @@ class _CrashingCartPole(gymnasium.Wrapper):
         return self.env.step(action)
 
 
+class _DyingCartPole(_CrashingCartPole):
+    def step(self, action):
+        self.n += 1
+        if self.n > 150:
+            os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would
+        return self.env.step(action)
+
+
 gymnasium.register("RlauditTest/Crash-v0", entry_point=_CrashingCartPole)
+gymnasium.register("RlauditTest/Die-v0", entry_point=_DyingCartPole)
+
+
+class _Sink:
+    def __init__(self):
+        self.events = []
+
+    def started(self, run_id, worker):
+        self.events.append(("started", run_id))
+
+    def record(self, rec):
+        self.events.append(("record", rec.run_id))
+
+    def finished(self, result):
+        self.events.append(("finished", result.run_id))
+
+    def failed(self, run_id, error):
+        self.events.append(("failed", run_id, error))
+
+    def restarted(self, run_id, reason):
+        self.events.append(("restarted", run_id))
+
+
+def test_pool_survives_a_worker_killed_mid_run():
+    """A worker killed by a signal fails its run; a replacement worker takes the remaining runs."""
+    import dataclasses
+
+    from rlaudit.run.executors import LocalExecutor
+
+    good = spec_for("PPO", (128,))
+    # "module:id" makes the spawned worker import this file, which registers the dying environment
+    dying = dataclasses.replace(good, run_id="dying", budgets=(512,),
+                                task=dataclasses.replace(good.task, id=f"{__name__}:RlauditTest/Die-v0"))
+    others = [dataclasses.replace(good, run_id=f"good{i}") for i in range(2)]
+    sink = _Sink()
+    LocalExecutor(workers=2).run([dying, *others], sink)
+    failed = [e for e in sink.events if e[0] == "failed"]
+    assert [e[1] for e in failed] == ["dying"] and "died (signal 9)" in failed[0][2]
+    assert sorted(e[1] for e in sink.events if e[0] == "finished") == ["good0", "good1"]
 
 
 def test_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path):

@@ -384,3 +384,39 @@ def test_largest_uniform_never_indexes_past_the_task():
     # still give an index below n_runs for every plausible run count
     n = np.arange(1, 200_001, dtype=np.float64)
     assert np.all(np.floor(np.nextafter(1.0, 0.0) * n) < n)
+
+
+def test_poi_intervals_agree_with_rliable_bootstrap():
+    library = _rliable_library()
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(0.3, 1.0, size=(6, 4)), rng.normal(0.0, 1.0, size=(5, 4))  # unequal runs across algorithms
+    reps = 2000
+    state = np.random.get_state()
+    np.random.seed(99)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            points, cis = library.get_interval_estimates(
+                {"xy": (x, y)}, lambda a, b: np.array([rly_metrics.probability_of_improvement(a, b)]), reps=reps,
+                random_state=np.random.RandomState(0))
+    finally:
+        np.random.set_state(state)
+    point = probability_of_improvement(x, y)
+    values = poi_replicates(x, y, reps, rng_for(0, "poi"))
+    lo, hi = interval(point, values)
+    assert abs(point - points["xy"][0]) <= 1e-12
+    for p, mine, theirs in ((0.025, lo, cis["xy"][0, 0]), (0.975, hi, cis["xy"][1, 0])):
+        tol = 5 * np.sqrt(2) * _quantile_se(values, p, reps)  # as in the aggregate cross-check above
+        assert abs(mine - theirs) <= tol, (p, mine, theirs, tol)
+
+
+def test_bca_degenerate_and_bad_inputs():
+    s = [np.full(4, 0.5), np.full(3, 0.5)]
+    assert interval_estimates({"A": s}, ["mean", "iqm"], reps=200, method="bca")["A"] == {
+        "mean": (0.5, 0.5, 0.5), "iqm": (0.5, 0.5, 0.5)}
+    with pytest.raises(ValueError, match="needs jackknife_values"):
+        interval(0.0, np.arange(3.0), 0.95, "bca")
+    with pytest.raises(ValueError, match="confidence must be in"):
+        interval(0.0, np.arange(3.0), 1.0)
+    with pytest.raises(ValueError, match=r"shape \(reps, n_algorithms\)"):
+        rank_probabilities(np.arange(3.0))

@@ -227,3 +227,14 @@ def test_status_counts_and_failures(tmp_path, pl):
     err, = con.execute("SELECT error FROM runs WHERE run_id=?", (pl.runs[1].run_id,)).fetchone()
     assert err.startswith("Traceback")
     assert json.loads(con.execute("SELECT returns FROM evaluations LIMIT 1").fetchone()[0]) == [0.0, 2.0]
+
+
+def test_export_notes_steps_past_the_budget(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    fill(store, pl.runs[0], {50: 1.0, 100: 2.0, 150: 3.0, 256: 4.0})  # a rollout-based run overshoots 200
+    store.close()
+    table = export_table(path)
+    assert table.frame.loc[table.frame["budget"] == 200, "score"].tolist() == [4.0]
+    assert any("up to 56 env steps after it" in n for n in table.meta.notes)

@@ -231,6 +231,9 @@ def make_agent(
         seed: construction seed (network initialisation, exploration, replay sampling).
         policy_kwargs: SB3 ``policy_kwargs`` (SB3 algorithms only).
 
+    Sets torch to one thread (parallel runs share the cores) and places SB3 models on the CPU unless
+    ``hyperparams["device"]`` says otherwise.
+
     Returns:
         The :class:`Agent`.
 
@@ -261,8 +264,10 @@ def make_agent(
             raise InputError(f"{where}: policy_kwargs apply to stable-baselines3 algorithms only; use hyperparams")
         if hasattr(env, "num_envs"):
             raise InputError(f"{where}: a learner takes a gymnasium.Env, not a vectorised env")
-        model = _construct(where, cls, env=env, seed=seed, **{k: v for k, v in params.items() if k in hyperparams or k in spec.defaults})
-        return Agent(spec, model, params, seed)
+        # The learner's own keyword defaults stay its business: pass only what rlaudit or the protocol sets.
+        given = {**spec.defaults, **hyperparams}
+        model = _construct(where, cls, env=env, seed=seed, **given)
+        return Agent(spec, model, given, seed)
     params.setdefault("policy", None)
     if params["policy"] is None or params["policy"] is inspect.Parameter.empty:
         params["policy"] = _default_policy(cls, env.observation_space)

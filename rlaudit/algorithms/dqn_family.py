@@ -155,26 +155,39 @@ class SumTree:
         priorities = np.asarray(priorities, dtype=np.float64).ravel()
         if np.any(priorities < 0) or not np.all(np.isfinite(priorities)):
             raise ValueError("priorities must be finite and >= 0")
+        tree = self._tree
         nodes = indices + self._leaves
-        self._tree[nodes] = priorities
-        nodes = np.unique(nodes // 2)
-        while nodes[0] >= 1:
-            self._tree[nodes] = self._tree[2 * nodes] + self._tree[2 * nodes + 1]
-            if nodes[0] == 1:
-                break
-            nodes = np.unique(nodes // 2)
+        tree[nodes] = priorities
+        # All leaves sit at one depth, so each pass refreshes one level from the level below; repeated
+        # parents are written twice with the same sum, which is cheaper than de-duplicating them.
+        for _ in range(self._depth):
+            nodes = nodes // 2
+            left = 2 * nodes
+            tree[nodes] = tree[left] + tree[left + 1]
+
+    def update_one(self, index: int, priority: float) -> None:
+        """Set one priority (the per-step path: scalar work, no numpy calls per tree level)."""
+        if not (priority >= 0 and np.isfinite(priority)):
+            raise ValueError("priorities must be finite and >= 0")
+        tree = self._tree
+        node = int(index) + self._leaves
+        tree[node] = priority
+        node //= 2
+        while node >= 1:
+            tree[node] = tree[2 * node] + tree[2 * node + 1]
+            node //= 2
 
     def find(self, values: np.ndarray) -> np.ndarray:
         """Leaf indices whose prefix-sum interval contains each value in ``[0, total)``, shape ``(batch,)``."""
-        values = np.asarray(values, dtype=np.float64).copy()
+        tree = self._tree
+        values = np.array(values, dtype=np.float64)
         nodes = np.ones(values.shape, dtype=np.int64)
         for _ in range(self._depth):
             left = 2 * nodes
-            left_sum = self._tree[left]
-            go_right = values >= left_sum
+            left_sum = tree[left]
             # Never step into an empty right subtree (possible only through rounding at the very end).
-            go_right &= self._tree[left + 1] > 0
-            values = np.where(go_right, values - left_sum, values)
+            go_right = (values >= left_sum) & (tree[left + 1] > 0)
+            values -= left_sum * go_right
             nodes = left + go_right
         return np.minimum(nodes - self._leaves, self.capacity - 1)
 
@@ -215,7 +228,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     def add(self, *args: Any, **kwargs: Any) -> None:
         index = self.pos
         super().add(*args, **kwargs)
-        self.tree.update(np.array([index]), np.array([self.max_priority**self.alpha]))
+        self.tree.update_one(index, self.max_priority**self.alpha)
 
     def sample_prioritized(self, batch_size: int, beta: float, env: Any = None) -> PrioritizedSamples:
         """Draw a stratified prioritized batch with importance weights for exponent ``beta``."""

@@ -173,6 +173,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
     progress.start("bootstrap aggregates", len(algorithms) * len(budgets))
     for b in budgets:
         reps = {}
+        reps_dec = reps if not settings.small_sample else {}  # replicates behind the decisions
         for a in algorithms:
             s = [scores[(a, b, t)] for t in tasks]
             sets[(a, b)] = s
@@ -184,10 +185,14 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
                 jk = bootstrap.jackknife(m, s, gamma) if settings.interval_method == "bca" else None
                 lo, hi = bootstrap.interval(point, values[:, j], settings.confidence, settings.interval_method, jk)
                 aggregates.append({"budget": b, "algorithm": a, "metric": m, "point": point, "lo": lo, "hi": hi})
+            if settings.small_sample:
+                rng = bootstrap.rng_for(seed, "aggregate", b, a)
+                reps_dec[a] = _expanded_replicates(s, metrics, settings.reps, rng, gamma, points[(a, b)], bootstrap,
+                                                   stats_metrics)
             progress.advance()
         for j, m in enumerate(metrics):
             for a1, a2 in pairs:
-                d = reps[a1][:, j] - reps[a2][:, j]
+                d = reps_dec[a1][:, j] - reps_dec[a2][:, j]
                 pending[m].append({"budget": b, "a": a1, "b": a2, "tail": min(tail_counts(d)),
                                    "se": float(np.std(d, ddof=1)), "extremes": extremes(d, k_max),
                                    "point": points[(a1, b)][j] - points[(a2, b)][j]})
@@ -195,7 +200,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
         probs = ranks.rank_probabilities(values, stats_metrics.HIGHER_IS_BETTER[main])
         rank_rows += [{"budget": b, "algorithm": a, "metric": main, "probs": [float(p) for p in probs[i]]}
                       for i, a in enumerate(algorithms)]
-        del reps, values
+        del reps, reps_dec, values
     progress.done()
 
     # Orderings: one error-controlled family per metric (all pairs x budgets).
@@ -305,6 +310,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
         "runs_needed_method": method_description(settings.alpha, max(m_family, 1), settings.power,
                                                  settings.runs_needed_cap),
         "runs_needed_cap": settings.runs_needed_cap, "power": settings.power,
+        "small_sample": settings.small_sample,
         "budgets_requested": list(settings.budgets) if settings.budgets else None,
         "normalization": norm_label,
     }
@@ -320,6 +326,23 @@ def _score_sets(frame: pd.DataFrame) -> dict[tuple[str, int, str], np.ndarray]:
     """``(algorithm, budget, task)`` -> scores of its runs, shape ``(n_runs,)``, in the table's run order."""
     return {(a, int(b), t): g.to_numpy(dtype=np.float64)
             for (a, b, t), g in frame.groupby(["algorithm", "budget", "task"], sort=False)["score"]}
+
+
+def _expanded_replicates(score_set, metrics, reps, rng, gamma, points, bootstrap, stats_metrics) -> np.ndarray:
+    """Replicates of the *expanded* bootstrap used for decisions with ``small_sample=True``.
+
+    Each task's runs are expanded about their mean by ``sqrt(n / (n - 1))`` before the stratified
+    resampling (so the bootstrap variance of a task mean is unbiased instead of ``(n - 1) / n`` of it), and
+    the replicates are shifted so that they are centred like those of the original data (the expansion
+    moves the IQM and median slightly). Same random stream as the aggregate replicates.
+
+    Returns:
+        Array of shape ``(reps, len(metrics))``.
+    """
+    expanded = [x.mean() + np.sqrt(x.size / (x.size - 1.0)) * (x - x.mean()) for x in score_set]
+    values = bootstrap.replicates(expanded, metrics, reps, rng, gamma)
+    shift = np.asarray(points) - np.array([stats_metrics.aggregate(m, expanded, gamma) for m in metrics])
+    return values + shift
 
 
 def _profile_bands(profiles, score_set, taus, reps, rng, confidence):

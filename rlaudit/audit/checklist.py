@@ -66,11 +66,15 @@ def check_runs(frame: pd.DataFrame) -> list[Finding]:
             "few-runs", "warning",
             f"fewer than {MIN_RUNS} runs per task: {desc} (smallest count over tasks and budgets)",
             "percentile bootstrap intervals under-cover with so few runs (rliable's guidance is >= 10 runs "
-            "per task); treat decisions involving these algorithms with caution or add runs",
+            "per task), so decisions involving these algorithms are less reliable than alpha says; add runs, "
+            "or decide with --small-sample (see docs/audit.md, Calibration)",
             {"min_runs": few}))
     if counts.nunique() > 1:
         per_alg = {a: sorted({int(n) for n in g}) for a, g in counts.groupby(level="algorithm")}
-        desc = _names([f"{a}: {'/'.join(str(n) for n in ns)}" for a, ns in per_alg.items()])
+        groups: dict[str, list[str]] = {}  # "5" or "5/10" -> algorithms with those counts, fewest runs first
+        for a, ns in sorted(per_alg.items(), key=lambda kv: (kv[1], kv[0])):
+            groups.setdefault("/".join(str(n) for n in ns), []).append(a)
+        desc = "; ".join(f"{_names(algs)}: {ns}" for ns, algs in groups.items())
         findings.append(Finding(
             "unequal-runs", "info", f"run counts per task differ ({desc})",
             "the stratified bootstrap handles unequal counts, but intervals of algorithms with fewer runs are "

@@ -6,6 +6,7 @@ The report stage renders from this object (or the file) and never recomputes sta
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -89,8 +90,8 @@ class AuditResult:
         return cls(**{k: d[k] for k in names if k in d})
 
     def to_json(self) -> str:
-        """``audit.json`` text (indented, UTF-8 safe, no NaN)."""
-        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        """``audit.json`` text (indented, UTF-8 safe; a non-finite float, which JSON cannot hold, is ``null``)."""
+        return json.dumps(_finite(self.to_dict()), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
     def write_json(self, path: str | os.PathLike) -> Path:
         """Write ``audit.json`` atomically (nothing is left behind on failure); return the path."""
@@ -116,3 +117,14 @@ class AuditResult:
             if o["budget"] == budget and {o["a"], o["b"]} == {a, b}:
                 return o
         return None
+
+
+def _finite(obj):
+    """``obj`` with every NaN or infinite float replaced by ``None`` (recursively through dicts and lists)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from rlaudit.errors import InputError, did_you_mean
 
 METRICS: tuple[str, ...] = ("iqm", "median", "mean", "og")
@@ -49,15 +51,42 @@ class AuditSettings:
     """Largest runs-per-task estimate reported as a number; above it (or at a ~zero effect) "> cap"."""
     power: float = 0.8
     """Power used by the runs-needed estimate (probability the larger study decides the pair)."""
+    small_sample: bool = False
+    """Decide orderings from the *expanded* bootstrap (each task's runs spread by ``sqrt(n / (n - 1))``
+    about their mean before resampling), which corrects the percentile bootstrap's too-narrow spread with
+    few runs per task. Aggregate intervals are unchanged (rliable's scheme). See ``docs/audit.md``."""
 
     def __post_init__(self) -> None:
         metrics = tuple(dict.fromkeys((self.metric, *self.metrics)))
         object.__setattr__(self, "metrics", metrics)
-        if self.budgets is not None:
-            object.__setattr__(self, "budgets", tuple(int(b) for b in self.budgets))
+        if self.budgets is not None and not isinstance(self.budgets, (str, bytes)):
+            budgets = tuple(self.budgets) if hasattr(self.budgets, "__iter__") else (self.budgets,)
+            if all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in budgets):
+                budgets = tuple(int(b) for b in budgets)
+            object.__setattr__(self, "budgets", budgets)  # anything else is reported by check()
 
     def check(self) -> AuditSettings:
         """Raise :class:`InputError` naming the option when a setting is impossible; return ``self``."""
+        for name, flag in (("reps", "--reps"), ("reps_pairwise", "--reps-pairwise"), ("seed", "--seed"),
+                           ("runs_needed_cap", "runs_needed_cap")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"{flag}: must be an integer, got {value!r}")
+        for name, flag in (("alpha", "--alpha"), ("gamma", "--gamma"), ("confidence", "confidence"),
+                           ("power", "power")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"{flag}: must be a number, got {value!r}")
+        if self.budgets is not None and (
+                isinstance(self.budgets, (str, bytes)) or not self.budgets
+                or not all(isinstance(b, int) and not isinstance(b, bool) for b in self.budgets)):
+            raise InputError(f"--budgets: expected a non-empty list of integer budgets, got {self.budgets!r}")
+        if not isinstance(self.small_sample, bool):
+            raise InputError(f"small_sample: must be true or false, got {self.small_sample!r}")
+        for name, flag in (("metric", "--metric"), ("correction", "--correction"),
+                           ("interval_method", "--ci-method")):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"{flag}: must be a string, got {getattr(self, name)!r}")
         for m in self.metrics:
             if m not in METRICS:
                 raise InputError(f"--metric: unknown metric {m!r}{did_you_mean(m, METRICS)}; "

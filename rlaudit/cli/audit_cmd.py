@@ -13,7 +13,7 @@ from rlaudit.errors import InputError
 PROGRESS_THRESHOLD = 3e7
 
 _SETTING_KEYS = ("metric", "metrics", "gamma", "reps", "reps_pairwise", "seed", "alpha", "confidence",
-                 "interval_method", "correction", "budgets", "runs_needed_cap")
+                 "interval_method", "correction", "budgets", "runs_needed_cap", "small_sample")
 
 
 def _int(value: str | None, flag: str, minimum: int | None = None) -> int | None:
@@ -72,41 +72,32 @@ class _RichProgress:
         pass
 
 
-@click.command("audit")
-@click.argument("scores", metavar="SCORES")
-@click.option("--format", "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
-              "default: by suffix or sniffing.")
-@click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files.")
-@click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
-              "(default: the protocol's, else none).")
-@click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og.")
-@click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have).")
-@click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's).")
-@click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000).")
-@click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000).")
-@click.option("--seed", metavar="S", help="Seed of every random stream (default 0).")
-@click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05).")
-@click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
-@click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
-@click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
-@click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
-@click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
-def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,
-          gamma, ci_method, correction, out_dir, quiet):
-    """Audit SCORES (tidy CSV/Parquet, store, protocol or published format): aggregates with intervals,
-    error-controlled orderings per budget, inversions between budgets, claim verdicts and a checklist.
-    Writes DIR/audit.json; exit status 2 on bad input (nothing written)."""
+def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=None, budgets=None, claims_file=None,
+                       reps=None, reps_pairwise=None, seed=None, alpha=None, gamma=None, ci_method=None,
+                       correction=None, small_sample=None):
+    """Load ``scores`` and audit it exactly as ``rlaudit audit`` does with these option strings.
+
+    Flags override the source's protocol defaults (``[audit]``, ``[normalization]``, ``[[claims]]``);
+    a progress bar is shown on a terminal when the work is large. Other commands (``rlaudit report``) reuse
+    this so that both agree on options and defaults.
+
+    Returns:
+        The :class:`~rlaudit.audit.AuditResult` (nothing is written).
+    """
     from rlaudit.audit import AuditSettings, run_audit, work_estimate
     from rlaudit.audit.claims import load_claims_file, parse_claims
-    from rlaudit.audit.summary import render_summary
     from rlaudit.sources import load_source
 
     flags = {"metric": metric, "reps": _int(reps, "--reps"), "reps_pairwise": _int(reps_pairwise, "--reps-pairwise"),
              "seed": _int(seed, "--seed"), "alpha": _float(alpha, "--alpha"), "gamma": _float(gamma, "--gamma"),
-             "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets)}
+             "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets),
+             "small_sample": small_sample or None}
     source = load_source(scores, fmt=fmt, data_dir=data_dir)
 
-    defaults = {k: v for k, v in (source.audit or {}).items() if k in _SETTING_KEYS}
+    section = dict(source.audit or {})
+    if "ci_method" in section:  # the flag's name, accepted in a protocol's [audit] too
+        section.setdefault("interval_method", section.pop("ci_method"))
+    defaults = {k: v for k, v in section.items() if k in _SETTING_KEYS and v is not None}
     if isinstance(defaults.get("budgets"), (list, tuple)):
         defaults["budgets"] = tuple(defaults["budgets"])
     if isinstance(defaults.get("metrics"), list):
@@ -131,17 +122,47 @@ def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, 
         claims = ()
 
     settings.check()
-    show = work_estimate(source.table, settings) > PROGRESS_THRESHOLD
-    if show:
+    if work_estimate(source.table, settings) > PROGRESS_THRESHOLD:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        console = Console(stderr=True)
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-            result = run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
-    else:
-        result = run_audit(source.table, settings, claims, source=source)
+                      TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
+            return run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
+    return run_audit(source.table, settings, claims, source=source)
 
+
+@click.command("audit")
+@click.argument("scores", metavar="SCORES")
+@click.option("--format", "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
+              "default: by suffix or sniffing.")
+@click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files.")
+@click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
+              "(default: the protocol's, else none).")
+@click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og.")
+@click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have).")
+@click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's).")
+@click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000).")
+@click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000).")
+@click.option("--seed", metavar="S", help="Seed of every random stream (default 0).")
+@click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05).")
+@click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
+@click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
+@click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
+@click.option("--small-sample", is_flag=True, help="Decide orderings from the expanded bootstrap (corrects the "
+              "percentile bootstrap's too-narrow spread with few runs per task).")
+@click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
+def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,
+          gamma, ci_method, correction, small_sample, out_dir, quiet):
+    """Audit SCORES (tidy CSV/Parquet, store, protocol or published format): aggregates with intervals,
+    error-controlled orderings per budget, inversions between budgets, claim verdicts and a checklist.
+    Writes DIR/audit.json; exit status 2 on bad input (nothing written)."""
+    from rlaudit.audit.summary import render_summary
+
+    result = audit_from_options(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
+                                seed, alpha, gamma, ci_method, correction, small_sample)
     path = result.write_json(Path(out_dir) / "audit.json")
     if not quiet:
         from rich.console import Console

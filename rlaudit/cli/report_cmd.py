@@ -22,56 +22,18 @@ def _read_audit_json(path: Path) -> dict:
             from None
     from rlaudit.audit.result import AuditResult
 
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise InputError(f"{path}: not an rlaudit audit.json (no schema_version); for a published score file "
+                         "pass --from FORMAT (dopamine, rliable, curves, …)")
     AuditResult.from_dict(doc, str(path))  # validates; the document itself is kept (new optional keys too)
     return doc
 
 
-def _audit_first(source_path, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed,
-                 alpha, gamma, ci_method, correction) -> dict:
-    """Run the audit exactly as ``rlaudit audit`` does with the same options; return the audit document."""
-    # The audit command owns option parsing and defaults; reuse its helpers so both commands agree.
-    from rlaudit.audit import AuditSettings, run_audit, work_estimate
-    from rlaudit.audit.claims import load_claims_file, parse_claims
-    from rlaudit.cli.audit_cmd import PROGRESS_THRESHOLD, _budgets, _float, _int, _RichProgress, _SETTING_KEYS
-    from rlaudit.sources import load_source
+def _audit_first(source_path, **options) -> dict:
+    """Audit SOURCE exactly as ``rlaudit audit`` does with the same options; return the audit document."""
+    from rlaudit.cli.audit_cmd import audit_from_options
 
-    flags = {"metric": metric, "reps": _int(reps, "--reps"), "reps_pairwise": _int(reps_pairwise, "--reps-pairwise"),
-             "seed": _int(seed, "--seed"), "alpha": _float(alpha, "--alpha"), "gamma": _float(gamma, "--gamma"),
-             "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets)}
-    source = load_source(source_path, fmt=fmt, data_dir=data_dir)
-    defaults = {k: v for k, v in (source.audit or {}).items() if k in _SETTING_KEYS}
-    if isinstance(defaults.get("budgets"), (list, tuple)):
-        defaults["budgets"] = tuple(defaults["budgets"])
-    if isinstance(defaults.get("metrics"), list):
-        defaults["metrics"] = tuple(defaults["metrics"])
-    settings = AuditSettings(**defaults).replace(**flags)
-    if normalize is not None:
-        norm_spec, norm_where, base = normalize, "--normalize", None
-    else:
-        norm_spec, norm_where, base = source.normalization, f"{source.path}: [normalization]", Path(source.path).parent
-    if norm_spec is not None and not (isinstance(norm_spec, str) and norm_spec.strip().lower() == "none"):
-        from rlaudit.stats.normalize import parse_normalization
-
-        norm_spec = parse_normalization(norm_spec, norm_where, base)
-    settings = settings.replace(normalization=norm_spec)
-    if claims_file is not None:
-        claims = load_claims_file(claims_file)
-    elif source.claims:
-        claims = parse_claims(list(source.claims), f"{source.path}: [[claims]]")
-    else:
-        claims = ()
-    settings.check()
-    if work_estimate(source.table, settings) > PROGRESS_THRESHOLD:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
-            result = run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
-    else:
-        result = run_audit(source.table, settings, claims, source=source)
-    return result.to_dict()
+    return audit_from_options(source_path, **options).to_dict()
 
 
 @click.command("report")
@@ -95,8 +57,10 @@ def _audit_first(source_path, fmt, data_dir, normalize, metric, budgets, claims_
 @click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
 @click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
 @click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
+@click.option("--small-sample", is_flag=True, default=None,
+              help="Decide orderings from the expanded bootstrap (as `rlaudit audit --small-sample`).")
 def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
-           reps_pairwise, seed, alpha, gamma, ci_method, correction):
+           reps_pairwise, seed, alpha, gamma, ci_method, correction, small_sample):
     """Write an audit report of SOURCE into DIR: index.html (self-contained), report.md, tables.tex
     (booktabs), audit.json and figures/ (PNG, SVG, PDF).
 
@@ -110,7 +74,7 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
     audit_opts = {"--from": fmt, "--data": data_dir, "--normalize": normalize, "--metric": metric,
                   "--budgets": budgets, "--claims": claims_file, "--reps": reps, "--reps-pairwise": reps_pairwise,
                   "--seed": seed, "--alpha": alpha, "--gamma": gamma, "--ci-method": ci_method,
-                  "--correction": correction}
+                  "--correction": correction, "--small-sample": small_sample or None}
     if path.suffix.lower() == ".json" and fmt is None:
         given = [k for k, v in audit_opts.items() if v is not None]
         if given:
@@ -120,8 +84,9 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
             raise InputError(f"{path}: no such file")
         audit = _read_audit_json(path)
     else:
-        audit = _audit_first(source, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
-                             seed, alpha, gamma, ci_method, correction)
+        audit = _audit_first(source, fmt=fmt, data_dir=data_dir, normalize=normalize, metric=metric, budgets=budgets,
+                             claims_file=claims_file, reps=reps, reps_pairwise=reps_pairwise, seed=seed, alpha=alpha,
+                             gamma=gamma, ci_method=ci_method, correction=correction, small_sample=small_sample)
 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

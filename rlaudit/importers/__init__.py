@@ -7,6 +7,7 @@ Each format has a module; :data:`IMPORTERS` maps the format name to its entry po
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import os
@@ -126,7 +127,7 @@ def check_data_section(data: dict, where: str) -> None:
     if not isinstance(fmt, str):
         raise InputError(f"{where}: field 'format' must be a string")
     _spec(fmt, f"{where}: field 'format'")
-    allowed = importer_options(fmt) if fmt != "tidy" else {}
+    allowed = importer_options(fmt)
     options = data.get("options", {})
     _check_opts(options, allowed, f"{where}: options", fmt)
     files = data.get("files")
@@ -186,17 +187,15 @@ def load_data_section(data: dict, where: str, data_dir: Path | None) -> ScoreTab
         game scores with the Atari reference scores (reported in ``meta.notes``).
     """
     check_data_section(data, where)
+    from rlaudit.importers._common import track
     from rlaudit.importers.fetch import cache_dir
 
     protocol = where.split(": ")[0]  # `where` may be "file.toml: data"
-
     cached = data_dir is None
     base = cache_dir() if cached else Path(data_dir)
     if not base.is_dir():
         hint = f"run `rlaudit fetch {protocol}` or pass --data DIR" if cached else "pass the folder that holds the data"
         raise InputError(f"{base}: data folder does not exist ({hint})")
-    from rlaudit.importers._common import track
-
     groups: dict[str, tuple[dict, list[Path]]] = {}
     for f in track(data["files"], "verifying data files"):
         path = base / f["path"]
@@ -212,8 +211,6 @@ def load_data_section(data: dict, where: str, data_dir: Path | None) -> ScoreTab
         groups.setdefault(key, (opts, []))[1].append(path)
     tables = [import_path(data["format"], paths, **opts) for opts, paths in groups.values()]
     table = tables[0] if len(tables) == 1 else _combine(tables, where)
-    import dataclasses
-
     return ScoreTable(table.frame, dataclasses.replace(table.meta, source=protocol))
 
 
@@ -248,6 +245,9 @@ def _combine(tables: list[ScoreTable], where: str) -> ScoreTable:
 
 
 def _denormalize_atari(table: ScoreTable, where: str) -> pd.DataFrame:
+    """Human-normalised scores back to raw game scores: ``raw = hns * (human - random) + random``."""
+    import numpy as np
+
     from rlaudit.stats.normalize import ATARI_REFERENCE, canonical_game
 
     frame = table.frame.copy()
@@ -259,8 +259,6 @@ def _denormalize_atari(table: ScoreTable, where: str) -> pd.DataFrame:
         low, high = ATARI_REFERENCE[game]
         lows.append(low)
         highs.append(high)
-    import numpy as np
-
     lo, hi = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
     frame["score"] = frame["score"].to_numpy(dtype=np.float64) * (hi - lo) + lo
     return frame

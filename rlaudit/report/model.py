@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rlaudit.errors import InputError
 
@@ -195,7 +195,6 @@ class Report:
     """``{budget: [(task, {algorithm: dict(n_runs, mean, lo, hi)})]}``."""
     budgets_of_interest: tuple[int, ...] = ()
     sections: tuple[tuple[str, str], ...] = SECTIONS
-    extra: dict = field(default_factory=dict)
 
     def budget(self, b: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
@@ -494,7 +493,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
     rows.append(("Bootstrap", f"stratified over runs within tasks; {s.get('reps', '–')} replicates for aggregates "
                  f"and differences, {s.get('reps_pairwise', '–')} for probability of improvement, profiles, "
                  f"ranks and per-task intervals; {s.get('interval_method', 'percentile')} intervals at "
-                 f"{s.get('confidence', 0.95)}; seed {s.get('seed', '–')}"))
+                 f"{s.get('confidence', 0.95)}; seed {s.get('seed', '–')}"
+                 + ("; decisions use the small-sample (expanded) bootstrap" if s.get("small_sample") else "")))
     first = str(s.get("correction_description") or "").split(": ")[0].split(". ")[0].rstrip(".")
     rows.append(("Error control", f"family-wise α = {s.get('alpha', '–')}, {s.get('correction', '–')}"
                  + (f" ({first}; details in audit.json settings.correction_description)" if first else "")))

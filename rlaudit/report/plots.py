@@ -61,10 +61,12 @@ def algorithm_styles(algorithms) -> dict[str, dict]:
     """
     import seaborn as sns
 
-    colours = list(OKABE_ITO)
-    if len(algorithms) > len(colours):
-        colours += sns.color_palette("colorblind", len(algorithms) - len(colours)).as_hex()
-    return {a: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)]}
+    # up to 8: Okabe-Ito; 9-10: seaborn's 10-colour colour-blind palette (distinct hues); more: colours
+    # repeat, markers and line styles keep algorithms apart
+    colours = list(OKABE_ITO) if len(algorithms) <= len(OKABE_ITO) else sns.color_palette("colorblind", 10).as_hex()
+    styles = ("-", "--", "-.", ":")
+    return {a: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)],
+                "linestyle": styles[(i // len(colours)) % len(styles)]}
             for i, a in enumerate(algorithms)}
 
 
@@ -87,7 +89,8 @@ def _metric_label(report: Report, metric: str) -> str:
 
 
 def _legend(fig, report: Report, styles, **kw):
-    handles = [Line2D([], [], color=styles[a]["color"], marker=styles[a]["marker"], lw=1.5, ms=4, label=a)
+    handles = [Line2D([], [], color=styles[a]["color"], marker=styles[a]["marker"], lw=1.5, ms=4, label=a,
+                      linestyle=styles[a]["linestyle"])
                for a in report.algorithms]
     ncol = min(len(handles), kw.pop("ncol", 6))
     return fig.legend(handles=handles, loc=kw.pop("loc", "upper center"), ncol=ncol, frameon=False,
@@ -189,7 +192,8 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
             continue
         xs = [b for b, _ in pts]
         s = styles[a]
-        ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=a)
+        ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=a,
+                linestyle=s["linestyle"])
         if len(pts) == 1 and pts[0][1].lo is not None and pts[0][1].hi is not None:
             iv = pts[0][1]
             ax.errorbar(xs, [iv.point], yerr=[[iv.point - iv.lo], [iv.hi - iv.point]], color=s["color"], capsize=3,
@@ -257,7 +261,11 @@ def plot_rank_bump(report: Report, ax=None):
     else:
         fig = ax.figure
     xs = np.arange(len(budgets))
-    inverted = {a for inv in report.inversions if inv.get("kind") == "confirmed" for a in (inv["a"], inv["b"])}
+    confirmed = [inv for inv in report.inversions if inv.get("kind") == "confirmed"]
+    inverted = {a for inv in confirmed for a in (inv["a"], inv["b"])}
+    if len(inverted) > max(2, n // 2):
+        inverted = set()  # thick lines only help when few algorithms are involved; the red circles remain
+    expected: dict = {}
     has_dist = bool(report.ranks)
     lower = report.metric in LOWER_IS_BETTER
     for ai, a in enumerate(algs):
@@ -282,11 +290,32 @@ def plot_rank_bump(report: Report, ax=None):
                 los.append(r)
                 his.append(r)
         offs = xs + (ai - (n - 1) / 2) * 0.04
+        expected[a] = ys
         thick = a in inverted
         ax.plot(offs, ys, color=s["color"], marker=s["marker"], ms=5 if thick else 4, lw=2.6 if thick else 1.2,
-                alpha=1.0 if thick or not inverted else 0.75, zorder=3 if thick else 2, label=a)
+                linestyle=s["linestyle"], alpha=1.0 if thick or not inverted else 0.75, zorder=3 if thick else 2,
+                label=a)
         if has_dist:
             ax.vlines(offs, los, his, color=s["color"], lw=1.0, alpha=0.8, zorder=2)
+    # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets
+    crossings = set()
+    for inv in confirmed:
+        a, b = inv["a"], inv["b"]
+        if a not in expected or b not in expected:
+            continue
+        lo_i = budgets.index(int(inv["budget_low"])) if int(inv["budget_low"]) in budgets else None
+        hi_i = budgets.index(int(inv["budget_high"])) if int(inv["budget_high"]) in budgets else None
+        if lo_i is None or hi_i is None:
+            continue
+        for i in range(lo_i, hi_i):
+            d0 = expected[a][i] - expected[b][i]
+            d1 = expected[a][i + 1] - expected[b][i + 1]
+            if d0 * d1 <= 0 and d0 != d1:
+                t = d0 / (d0 - d1)
+                crossings.add((round(i + t, 3), round(expected[a][i] + t * (expected[a][i + 1] - expected[a][i]), 3)))
+                break
+    if crossings:
+        ax.scatter(*zip(*sorted(crossings)), s=90, facecolors="none", edgecolors="#CC0000", linewidths=1.4, zorder=6)
     ax.set_xticks(xs)
     ax.set_xticklabels([format_budget(b) for b in budgets])
     ax.set_xlim(-0.4, len(budgets) - 0.6)
@@ -299,6 +328,9 @@ def plot_rank_bump(report: Report, ax=None):
     if inverted:
         handles.append(Line2D([], [], color="#555555", lw=2.6))
         labels.append("thick: in a confirmed\ninversion")
+    if crossings:
+        handles.append(Line2D([], [], marker="o", linestyle="", mfc="none", mec="#CC0000", ms=8))
+        labels.append("confirmed inversion\n(ranks swap)")
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     what = "expected rank, bars: 95% range" if has_dist else "rank of point estimates"
     ax.set_title(f"Rank by {metric_name(report.metric)} ({what})")
@@ -398,6 +430,7 @@ def plot_profiles(report: Report, axes=None):
                 continue
             s = styles[a]
             ax.plot(p["taus"], p["fraction"], color=s["color"], lw=1.4, label=a, marker=s["marker"], ms=3.5,
+                    linestyle=s["linestyle"],
                     markevery=max(1, len(p["taus"]) // 6))
             if p.get("lo") is not None and p.get("hi") is not None:
                 ax.fill_between(p["taus"], p["lo"], p["hi"], color=s["color"], alpha=0.18, linewidth=0)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,13 +20,16 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rlaudit.errors import RunFailed
 from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
 
-# Env steps per second of one run on one core, measured on the development machine (2 quiet cores, torch
-# 1 thread, CartPole-v1/Acrobot-v1 with default hyperparameters, evaluation included). Used by
-# `rlaudit validate` until runs on this machine have measured their own (see throughput_cache()).
+# Env steps per second of one run on one core, used by `rlaudit validate` until runs on this machine have
+# measured their own (see throughput_cache()). PPO and DQN: bare stable-baselines3 on CartPole-v1 on a quiet
+# core of the development machine (2.3k and 2.9k steps/s). The others are rough guesses, not measurements;
+# the estimate says which source it used.
 REFERENCE_STEPS_PER_S: dict[str, float] = {
-    "PPO": 1400.0, "A2C": 1300.0, "DQN": 1600.0, "QR-DQN": 1300.0, "TRPO": 1300.0, "ARS": 3000.0,
-    "SAC": 120.0, "TD3": 200.0, "DDPG": 220.0, "TQC": 90.0, "CrossQ": 150.0,
+    "PPO": 2300.0, "DQN": 2900.0, "A2C": 2000.0, "QR-DQN": 2500.0, "TRPO": 2000.0, "ARS": 3000.0,
+    "SAC": 150.0, "TD3": 250.0, "DDPG": 250.0, "TQC": 100.0, "CrossQ": 150.0,
 }
+MIN_STEPS_MEASURED = 5_000
+"""Runs shorter than this are dominated by start-up and evaluation; their rate is not cached."""
 _DEFAULT_STEPS_PER_S = 500.0
 _SUITE_FACTOR = {"gymnasium": 1.0, "minatar": 0.5, "atari": 0.15}
 
@@ -72,7 +77,7 @@ def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str
     sources = set()
     for s in specs:
         sources.add("measured on this machine" if f"{s.algorithm.name}/{s.task.suite}" in cache
-                    else "reference rates of a 2-core development machine")
+                    else "reference rates, not measured on this machine")
         total += s.total_steps / rate_of(s, cache)
     n = max(1, min(workers, len(specs)))
     longest = max((s.total_steps / rate_of(s, cache) for s in specs), default=0.0)
@@ -200,7 +205,7 @@ class Driver:
         self._end(result.run_id)
         self.summary.done += 1
         self.summary.env_steps += result.env_steps
-        if result.wall_time > 0:
+        if result.wall_time > 0 and result.env_steps >= MIN_STEPS_MEASURED:
             self.measured.setdefault(f"{spec.algorithm.name}/{spec.task.suite}", []).append(
                 result.env_steps / result.wall_time)
         if self._progress is None:
@@ -265,7 +270,10 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             console.print(f"resuming {store_path}: {summary.skipped} of {len(selected)} runs already done",
                           highlight=False, markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary)
+        previous = signal.getsignal(signal.SIGTERM)
         try:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, _terminate)  # a scheduler's SIGTERM stops like Ctrl-C
             with driver:
                 executor.run(todo, driver)
         except KeyboardInterrupt:
@@ -276,6 +284,8 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             print_summary(summary, console, store_path)
             raise
         finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous)
             _write_throughput(driver.measured)
     finally:
         store.close()
@@ -285,6 +295,10 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         raise RunFailed(f"{len(summary.failed)} of {summary.total} runs failed (tracebacks in {store_path}; "
                         f"'rlaudit status {store_path}' lists them); the next 'rlaudit run' retries them")
     return summary
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def print_summary(summary: Summary, console: Console, store_path) -> None:

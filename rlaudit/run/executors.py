@@ -15,6 +15,7 @@ import os
 import queue
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -171,51 +172,69 @@ class LocalExecutor:
 
         progress = _progress_fn(sink)
         remaining = {s.run_id for s in specs}
+
+        def handle(ev) -> None:
+            """Pass one worker event to the sink."""
+            kind = ev[0]
+            if kind == "started":
+                _, run_id, worker = ev
+                current[worker] = run_id
+                sink.started(run_id, worker)
+            elif kind == "record":
+                sink.record(ev[1])
+            elif kind == "progress":
+                if progress:
+                    progress(ev[1], ev[2])
+            elif kind == "finished":
+                _, worker, result = ev
+                current[worker] = None
+                remaining.discard(result.run_id)
+                sink.finished(result)
+            elif kind == "failed":
+                _, worker, run_id, error = ev
+                current[worker] = None
+                remaining.discard(run_id)
+                sink.failed(run_id, error)
+
+        def check_workers() -> None:
+            for name, p in list(procs.items()):
+                if p.is_alive() or p.exitcode == 0:
+                    continue
+                # A worker died (out of memory, a crash in native code): fail its run, replace the worker.
+                run_id = current.pop(name, None)
+                procs.pop(name)
+                if run_id is not None and run_id in remaining:
+                    remaining.discard(run_id)
+                    how = (f"signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
+                           else f"exit code {p.exitcode}")
+                    sink.failed(run_id, f"worker {name} died ({how}) while training {run_id}")
+                spawn()
+                tasks.put(None)  # the dead worker never consumed its stop marker
+            if remaining and not any(p.is_alive() for p in procs.values()):
+                while True:  # what the workers sent before exiting is still in the queue
+                    try:
+                        handle(events.get(timeout=0.2))
+                    except queue.Empty:
+                        break
+                for run_id in sorted(remaining):  # taken by a worker that died before reporting it
+                    sink.failed(run_id, "lost: the worker that took this run died before starting it")
+                remaining.clear()
+
         try:
             for _ in range(n):
                 spawn()
+            next_check = time.monotonic() + 1.0
             while remaining:
+                if time.monotonic() >= next_check:  # also while events keep arriving
+                    next_check = time.monotonic() + 1.0
+                    check_workers()
+                    continue
                 try:
                     ev = events.get(timeout=0.5)
                 except queue.Empty:
-                    for name, p in list(procs.items()):
-                        if p.is_alive() or p.exitcode == 0:
-                            continue
-                        # A worker died (out of memory, a crash in native code): fail its run, replace it.
-                        run_id = current.pop(name, None)
-                        procs.pop(name)
-                        if run_id is not None and run_id in remaining:
-                            remaining.discard(run_id)
-                            how = (f"signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
-                                   else f"exit code {p.exitcode}")
-                            sink.failed(run_id, f"worker {name} died ({how}) while training {run_id}")
-                        spawn()
-                        tasks.put(None)  # the dead worker never consumed its stop marker
-                    if not any(p.is_alive() for p in procs.values()) and remaining:
-                        for run_id in sorted(remaining):  # taken by a worker that died before reporting
-                            sink.failed(run_id, "lost: the worker that took this run died before starting it")
-                        remaining.clear()
+                    check_workers()
                     continue
-                kind = ev[0]
-                if kind == "started":
-                    _, run_id, worker = ev
-                    current[worker] = run_id
-                    sink.started(run_id, worker)
-                elif kind == "record":
-                    sink.record(ev[1])
-                elif kind == "progress":
-                    if progress:
-                        progress(ev[1], ev[2])
-                elif kind == "finished":
-                    _, worker, result = ev
-                    current[worker] = None
-                    remaining.discard(result.run_id)
-                    sink.finished(result)
-                elif kind == "failed":
-                    _, worker, run_id, error = ev
-                    current[worker] = None
-                    remaining.discard(run_id)
-                    sink.failed(run_id, error)
+                handle(ev)
         finally:
             for p in procs.values():
                 if p.is_alive():

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
-import time
+import threading
 import traceback
 import uuid
 from collections import Counter
@@ -191,10 +192,9 @@ def _train(spec: RunSpec, inbox) -> tuple[str, object]:
 def _probe(algorithms: Sequence[str]) -> dict:
     """Run on each node before the sweep: rlaudit's version and whether each algorithm imports there."""
     import rlaudit
-    from rlaudit.algorithms import get_spec
+    from rlaudit.algorithms import get_spec, list_specs
 
-    from rlaudit.algorithms.registry import _REGISTRY
-
+    registered = {s.name for s in list_specs()}
     problems = {}
     for name in algorithms:
         try:
@@ -223,6 +223,48 @@ class _Inbox:
 
 
 # ------------------------------------------------------------------------------------------- driver side
+class _EventRouter:
+    """Passes the events of each run's live attempt to the sink; drops late events of lost attempts.
+
+    Args:
+        sink: the driver's event sink.
+        count: ``count(node, what)`` for the per-node summary (``what`` is ``"lost"`` here).
+    """
+
+    def __init__(self, sink: EventSink, count):
+        self.sink = sink
+        self.count = count
+        self.live: dict[str, tuple[str, str, str]] = {}  # run_id -> (attempt id, worker, node)
+        progress = getattr(sink, "progress", None)
+        self.progress = progress if callable(progress) else None
+
+    def dispatch(self, events: list) -> None:
+        """Handle ``(kind, run_id, attempt, *payload)`` events in the order the workers sent them."""
+        for kind, run_id, attempt, *rest in events:
+            if kind == "start":
+                worker, node = rest
+                old = self.live.get(run_id)
+                if old is not None and old[0] != attempt:
+                    self.count(old[2], "lost")
+                    self.sink.restarted(run_id, f"worker {old[1]} was lost; Ray retried the run on {worker}")
+                self.live[run_id] = (attempt, worker, node)
+                self.sink.started(run_id, worker)
+            elif not self.is_live(run_id, attempt):
+                continue  # a late event of a lost attempt
+            elif kind == "record":
+                self.sink.record(rest[0])
+            elif kind == "progress" and self.progress is not None:
+                self.progress(run_id, rest[0])
+
+    def is_live(self, run_id: str, attempt: str) -> bool:
+        """Whether ``attempt`` is the latest attempt of ``run_id`` seen."""
+        return run_id in self.live and self.live[run_id][0] == attempt
+
+    def node_of(self, run_id: str) -> str:
+        """Node label of the run's latest attempt (``"unknown node"`` before it started)."""
+        return self.live[run_id][2] if run_id in self.live else "unknown node"
+
+
 class RayExecutor:
     """Runs each spec as a Ray task on a cluster, streaming records back to the driver.
 
@@ -281,6 +323,9 @@ class RayExecutor:
         if address is not None:
             check_reachable(address)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        # ray.init replaces the SIGTERM handler with sys.exit; keep the driver's (SIGTERM stops like Ctrl-C).
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(address=address, runtime_env=self.runtime_env, log_to_driver=False,
                      logging_level="ERROR", configure_logging=True)
@@ -288,6 +333,9 @@ class RayExecutor:
             raise InputError(f"--address {address}: {exc}") from None
         except ValueError as exc:  # a malformed runtime_env
             raise InputError(f"runtime_env: {exc}") from None
+        finally:
+            if main and sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
         return True
 
     def _check_cluster(self, ray, specs: Sequence[RunSpec]) -> list[str]:
@@ -375,34 +423,16 @@ class RayExecutor:
             ref = task.options(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.max_retries,
                                retry_exceptions=False, name=f"{TASK_PREFIX}{spec.run_id}").remote(spec, inbox)
             pending[ref] = spec
-        attempts: dict[str, tuple[str, str, str]] = {}  # run_id -> (attempt id, worker, node) of the live attempt
-        progress = getattr(sink, "progress", None)
+        router = _EventRouter(sink, self._count)
         lost = (WorkerCrashedError, NodeDiedError, OutOfMemoryError)
-
-        def dispatch(events: list) -> None:
-            for kind, run_id, attempt, *rest in events:
-                if kind == "start":
-                    worker, node = rest
-                    old = attempts.get(run_id)
-                    if old is not None and old[0] != attempt:
-                        self._count(old[2], "lost")
-                        sink.restarted(run_id, f"worker {old[1]} was lost; Ray retried the run on {worker}")
-                    attempts[run_id] = (attempt, worker, node)
-                    sink.started(run_id, worker)
-                elif attempts.get(run_id, ("",))[0] != attempt:
-                    continue  # a late event of a lost attempt
-                elif kind == "record":
-                    sink.record(rest[0])
-                elif kind == "progress" and callable(progress):
-                    progress(run_id, rest[0])
 
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_INTERVAL_S)
-                dispatch(ray.get(inbox.drain.remote()))
+                router.dispatch(ray.get(inbox.drain.remote()))
                 for ref in ready:
                     spec = pending.pop(ref)
-                    node = attempts.get(spec.run_id, (None, None, "unknown node"))[2]
+                    node = router.node_of(spec.run_id)
                     try:
                         attempt, result = ray.get(ref)
                     except RayTaskError as exc:
@@ -416,7 +446,7 @@ class RayExecutor:
                         self._count(node, "failed")
                         sink.failed(spec.run_id, f"{exc}\n{type(exc).__name__}: {_first_line(exc)}")
                     else:
-                        if attempts.get(spec.run_id, ("",))[0] != attempt:  # cannot happen: start precedes
+                        if not router.is_live(spec.run_id, attempt):  # cannot happen: the start precedes it
                             raise RuntimeError(f"{spec.run_id}: result of an unannounced attempt")
                         self._count(node, "done")
                         sink.finished(result)
@@ -449,7 +479,7 @@ class RayExecutor:
             console.print(line, highlight=False)
 
     def summary_lines(self) -> list[str]:
-        """``ray nodes: 2`` then one line per node: runs done, failed, and attempts lost there."""
+        """``ray nodes used: N`` then one line per node: runs done, failed, and attempts lost there."""
         lines = [f"ray nodes used: {len(self.node_counts)}"]
         for node, c in sorted(self.node_counts.items()):
             lines.append(f"  {node}: {c['done']} done, {c['failed']} failed, {c['lost']} lost (retried)")

@@ -58,6 +58,7 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
         raise InputError(f"{path}: no finished run yet ({counts}); run 'rlaudit run' first")
     by_run = {rid: g for rid, g in evals.groupby("run_id", sort=False)}
     rows = []
+    overshoot: dict[str, int] = {}
     for r in sorted(done, key=lambda r: r["run_id"]):
         g = by_run.get(r["run_id"])
         for name, budget, kind, run_regime in regimes:
@@ -71,6 +72,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
                 raise InputError(f"{path}: run {r['run_id']} is marked done but has no evaluation at budget "
                                  f"{budget}; the store is inconsistent")
             final_steps = int(at["env_steps"].iloc[0])
+            if final_steps > budget:
+                overshoot[r["label"]] = max(overshoot.get(r["label"], 0), final_steps - budget)
             if eval_protocol == "final":
                 score = float(at["mean_return"].iloc[0])
             else:
@@ -90,6 +93,9 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     if sep:
         notes.append("separate regimes " + ", ".join(f"{n} ({b})" for n, b in sep)
                      + " are runs trained for that budget")
+    for label, extra in sorted(overshoot.items()):
+        notes.append(f"{label} trains in whole rollouts: its evaluation at a budget came up to {extra} env steps "
+                     f"after it (the steps actually trained are in the store)")
     missing = len(runs) - len(done)
     if missing:
         notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
