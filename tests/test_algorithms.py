@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 import warnings
 
@@ -95,6 +96,9 @@ def test_check_hyperparams_names_where_and_suggests():
         get_spec("DQNFamily").check_hyperparams({"double": "yes"}, where)
     with pytest.raises(InputError, match="expected a number"):
         get_spec("DQN").check_hyperparams({"gamma": True}, where)
+    with pytest.raises(InputError, match=r"hyperparams\.learning_rate: expected a number for 'PPO', got '3e-4'"):
+        get_spec("PPO").check_hyperparams({"learning_rate": "3e-4"}, where)
+    get_spec("DQN").check_hyperparams({"train_freq": [4, "step"]}, where)  # SB3 takes (n, unit) too
     with pytest.raises(InputError, match="'policy_kwargs' is a field of its own"):
         get_spec("DQN").check_hyperparams({"policy_kwargs": {}}, where)
     # Plumbing is not a hyperparameter.
@@ -166,8 +170,11 @@ def test_plugin_cannot_replace_builtin(clean_registry):
     assert get_spec("PPO").entry_point == "stable_baselines3:PPO"
 
 
-def test_plugin_metadata_from_class_attributes(clean_registry):
-    discover_plugins([_ep("Tiny", "tests.test_algorithms:TinyLearner", "tiny")])
+def test_plugin_metadata_from_class_attributes(clean_registry, monkeypatch):
+    module = types.ModuleType("tiny_rl_plugin")
+    module.TinyLearner = TinyLearner
+    monkeypatch.setitem(sys.modules, "tiny_rl_plugin", module)
+    discover_plugins([_ep("Tiny", "tiny_rl_plugin:TinyLearner", "tiny")])
     spec = get_spec("Tiny")
     assert spec.kind == "learner"
     assert spec.action_spaces == frozenset({"discrete"})

@@ -370,7 +370,7 @@ def test_ray_missing_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(InputError, match=r"^--executor ray needs Ray: pip install 'rlaudit\[ray\]'$"):
-        ray_executor.RayExecutor(address="127.0.0.1:6379").run([object()], sink=None)
+        ray_executor.RayExecutor(address="127.0.0.1:6379")
 
 
 def test_bad_cluster_inputs(cluster, tmp_path):
@@ -383,6 +383,26 @@ def test_bad_cluster_inputs(cluster, tmp_path):
         "node has 1 CPU and 0 GPUs); lower them or add nodes")
     gpu = ray_run(cluster, [str(SWEEP), "--store", str(store), "--gpus-per-run", "1"], cwd=tmp_path)
     assert gpu.returncode == 2 and "no node of the Ray cluster can hold one run" in gpu.stderr
+
+    # Python API: check() connects and checks without submitting, so a driver can call it before the store.
+    code = f"""
+from rlaudit.errors import InputError
+from rlaudit.protocol import load_protocol, plan
+from rlaudit.run.ray_executor import RayExecutor
+runs = plan(load_protocol({str(SWEEP)!r})).runs
+ex = RayExecutor(address={cluster.address!r})
+ex.check(runs)
+print("ok", len(runs))
+try:
+    RayExecutor(address={cluster.address!r}, cpus_per_run=2).check(runs)
+except InputError as exc:
+    print("refused:", exc)
+"""
+    api = cluster.run([sys.executable, "-c", code], cwd=tmp_path)
+    assert api.returncode == 0, api.stderr
+    assert api.stdout.splitlines() == [
+        "ok 4", "refused: --cpus-per-run 2 --gpus-per-run 0: no node of the Ray cluster can hold one run (its "
+        "largest node has 1 CPU and 0 GPUs); lower them or add nodes"]
 
     assert not store.exists() or not evaluated_runs(store)
 

@@ -199,7 +199,7 @@ class AlgorithmSpec:
             if isinstance(default, bool) and not isinstance(value, bool):
                 raise InputError(f"{where}.{name}: expected true or false for {self.name!r}, got {value!r}")
             if isinstance(default, (int, float)) and not isinstance(default, bool):
-                if isinstance(value, bool) or not isinstance(value, (int, float, str, list, tuple)):
+                if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
                     raise InputError(f"{where}.{name}: expected a number for {self.name!r}, got {value!r}")
         validate = getattr(cls, "validate_hyperparams", None)
         if callable(validate):

@@ -300,6 +300,9 @@ class RayExecutor:
         self.gpus_per_run = gpus_per_run
         self.max_retries = max_retries
         self.runtime_env = load_runtime_env(runtime_env)
+        _import_ray()  # before the driver writes anything: a missing extra is bad input, not a failed sweep
+        self._owns_ray = False  # whether this executor's ray.init made the connection (and shuts it down)
+        self._checked: set[str] | None = None  # algorithms checked on the connected cluster
         self.node_counts: dict[str, Counter] = {}
         """Per node label: ``done``, ``failed`` and ``lost`` (attempts whose worker died) of the last sweep."""
 
@@ -387,6 +390,24 @@ class RayExecutor:
         return [n["NodeID"] for n in fits]
 
     # ------------------------------------------------------------------------------------------ run
+    def check(self, specs: Sequence[RunSpec]) -> None:
+        """Connect and check the cluster for ``specs`` without submitting any run.
+
+        The driver may call this before it opens the store, so that a cluster problem leaves nothing behind;
+        :meth:`run` calls it itself when it has not been called. It keeps the connection for :meth:`run`.
+
+        Raises:
+            InputError: the address does not answer or is not Ray, no node has the resources for one run, or
+                rlaudit or an algorithm does not import on some node.
+        """
+        ray = _import_ray()
+        if self._checked is not None and set(self._checked) >= {s.algorithm.name for s in specs}:
+            return
+        if not ray.is_initialized():
+            self._owns_ray = self._connect(ray)
+        self._check_cluster(ray, specs)
+        self._checked = {s.algorithm.name for s in specs}
+
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
         """Execute ``specs`` on the cluster, longest first, reporting to ``sink`` as events arrive.
 
@@ -400,13 +421,14 @@ class RayExecutor:
         self.node_counts = {}
         if not specs:
             return
-        owns = self._connect(ray)
         try:
-            self._check_cluster(ray, specs)
+            self.check(specs)
             self._sweep(ray, specs, sink)
         finally:
-            if owns:
+            if self._owns_ray:
                 ray.shutdown()
+            self._owns_ray = False
+            self._checked = None
         self._print_nodes(sink)
 
     def _sweep(self, ray, specs: Sequence[RunSpec], sink: EventSink) -> None:
