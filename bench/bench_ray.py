@@ -7,13 +7,14 @@ wall time x workers minus the runs' own training time (from the store), divided 
 Cluster start-up is not counted; driver start-up (imports, connecting, the per-node probe) is. Each executor
 runs ``--repeat`` times in A B B A order and the means are printed.
 
-    .venv/bin/python bench/bench_ray.py [--runs 24] [--steps 256] [--workers 2] [--repeat 2]
+    .venv/bin/python bench/bench_ray.py [--runs 24] [--steps 256] [--workers 2] [--repeat 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -69,13 +70,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=2, help="sweeps per executor, alternating (A B B A …)")
+    ap.add_argument("--repeat", type=int, default=4, help="sweeps per executor, alternating (A B B A …)")
     args = ap.parse_args()
     why = loopback_unavailable()
     if why:  # not a failure of rlaudit: `make bench` goes on with the other benches
         print(f"bench_ray: skipped ({why})")
         return
     work = Path(tempfile.mkdtemp(prefix="bench_ray."))
+    try:
+        bench(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args: argparse.Namespace, work: Path) -> None:
+    """Run both executors ``args.repeat`` times on a protocol written into ``work`` and print the figures."""
     proto = work / "bench.toml"
     proto.write_text(PROTOCOL.format(seeds=args.runs, steps=args.steps))
     rlaudit = str(BIN / "rlaudit")

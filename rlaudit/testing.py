@@ -88,7 +88,6 @@ def _spec_for(name_or_class: str | type | AlgorithmSpec) -> AlgorithmSpec:
         entry_point=f"{cls.__module__}:{cls.__qualname__}",
         source=f"class {cls.__module__}.{cls.__qualname__}",
     )
-    spec._cls = None
     # Classes defined inside functions cannot be re-imported; classify the object itself.
     from rlaudit.algorithms.adapter import algorithm_kind
 
@@ -111,11 +110,11 @@ def evaluate(agent: Any, env: Any, n_episodes: int = 2, seed: int = EVAL_SEED) -
         obs, _ = env.reset(seed=seed + episode)
         total = 0.0
         for _ in range(MAX_EVAL_STEPS):
-            action = agent.predict(obs, deterministic=True)
-            action = np.asarray(action)
-            if action.dtype.kind in "iu" and action.shape == ():
-                action = action.item()
-            assert env.action_space.contains(action if not isinstance(action, np.ndarray) else action.astype(env.action_space.dtype)), (
+            action = np.asarray(agent.predict(obs, deterministic=True))
+            # Compare in the space's own dtype (SB3 returns float32 boxes as float32, integers as int64).
+            action = action.item() if action.dtype.kind in "iu" and action.shape == () else action
+            candidate = action.astype(env.action_space.dtype) if isinstance(action, np.ndarray) else action
+            assert env.action_space.contains(candidate), (
                 f"predict returned {action!r}, outside the action space {env.action_space}"
             )
             obs, reward, terminated, truncated, _ = env.step(action)

@@ -336,8 +336,8 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path):
     assert not [p for p in workers if Path(f"/proc/{p}").exists()
                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]], \
         "workers outlived the killed driver"
-    partial, st = _evaluations(store)
-    assert "running" in st.values() and any(partial[r] for r, s in st.items() if s == "running")
+    _, st = _evaluations(store)
+    assert "running" in st.values()  # the kill interrupted runs (discarding partial records: test_store.py)
     done_before = {r for r, s in st.items() if s == "done"}
     assert done_before >= {r for r, s in before.items() if s == "done"}
 

@@ -74,8 +74,9 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
 
         def on_step(steps: int) -> bool:
             state["steps"] = steps
-            while pending and steps >= pending[0]:
-                pending.pop(0)
+            if pending and steps >= pending[0]:
+                while pending and steps >= pending[0]:  # one evaluation even if a step passes two points
+                    pending.pop(0)
                 evaluate_at(steps)
             if progress is not None and time.monotonic() >= state["next_report"]:
                 state["next_report"] = time.monotonic() + PROGRESS_INTERVAL_S
