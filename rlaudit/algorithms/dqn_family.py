@@ -262,9 +262,9 @@ class DuelingQNetwork(QNetwork):
     ``stream_arch`` hidden layers (default none) and a linear output.
 
     Note:
-        Wang et al. split the streams after the convolutions, each with its own 512-unit layer; pass
-        ``policy_kwargs = {net_arch = [], stream_arch = [512], features_extractor_kwargs = {features_dim
-        = ...}}`` to get closer to that layout.
+        Wang et al. split the streams right after the convolutions, each with its own 512-unit layer.
+        Here SB3's Nature CNN keeps its 512-unit layer in the shared trunk; ``stream_arch = [512]`` in
+        ``policy_kwargs`` adds a 512-unit layer to each stream on top of it.
     """
 
     def __init__(self, *args: Any, stream_arch: list[int] | None = None, **kwargs: Any) -> None:
