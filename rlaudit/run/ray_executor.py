@@ -14,7 +14,8 @@ with the remote traceback and the sweep goes on.
 
 Before anything is submitted the executor checks that the address answers, that some node has the
 resources asked per run, and, with one probe task per node, that rlaudit (same version) and every
-algorithm of the sweep, plugins included, import on the workers.
+algorithm of the sweep, plugins included, import on the workers (:meth:`RayExecutor.check`, which a driver
+may also call before it opens the store).
 """
 
 from __future__ import annotations
