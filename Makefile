@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # Tests run on 2 cores by default; raise for bigger machines.
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test browser latex reports bench clean
+.PHONY: run record test install install-test browser latex reports bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,11 +47,23 @@ latex:
 reports: install
 	$(BIN)/python scripts/make_reports.py --data ../shared/data
 
+# The main job: train the default protocol into RUN_DIR (resumable: run it again to finish an interrupted
+# sweep), export its tidy table, audit it (the summary is printed) and write its report.
+# The committed record of the same sweep lives in sweeps/quickstart/ (`make record` rebuilds it).
+RUN_DIR ?= runs/quickstart
 run: install
-	$(BIN)/rlaudit run protocols/quickstart.toml --store sweeps/quickstart/store.sqlite
-	$(BIN)/rlaudit export sweeps/quickstart/store.sqlite -o sweeps/quickstart/scores.csv
-	$(BIN)/rlaudit audit sweeps/quickstart/store.sqlite --out sweeps/quickstart/audit
-	$(BIN)/rlaudit report sweeps/quickstart/audit/audit.json -o reports/quickstart
+	$(BIN)/rlaudit run protocols/quickstart.toml --store $(RUN_DIR)/store.sqlite
+	$(BIN)/rlaudit export $(RUN_DIR)/store.sqlite -o $(RUN_DIR)/scores.csv
+	$(BIN)/rlaudit audit $(RUN_DIR)/store.sqlite --out $(RUN_DIR)/audit
+	$(BIN)/rlaudit report $(RUN_DIR)/audit/audit.json -o $(RUN_DIR)/report
+	@echo "report: $(RUN_DIR)/report/index.html"
+
+# Rebuild the recorded quickstart sweep (sweeps/quickstart/) from scratch, then its report.
+record: install
+	rm -rf sweeps/quickstart
+	$(MAKE) run RUN_DIR=sweeps/quickstart
+	rm -rf sweeps/quickstart/report
+	$(BIN)/python scripts/make_reports.py --data ../shared/data
 
 test: install-test browser latex
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -133,25 +133,40 @@ def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=N
     return run_audit(source.table, settings, claims, source=source)
 
 
+def audit_options(format_flag: str = "--format"):
+    """The audit options shared by ``rlaudit audit`` and ``rlaudit report`` (``report`` names the importer
+    flag ``--from``, since its ``--format`` picks the outputs)."""
+    options = [
+        click.option(format_flag, "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
+                  "default: by suffix or sniffing."),
+        click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files."),
+        click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
+                  "(default: the protocol's, else none)."),
+        click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og."),
+        click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have)."),
+        click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's)."),
+        click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000)."),
+        click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000)."),
+        click.option("--seed", metavar="S", help="Seed of every random stream (default 0)."),
+        click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05)."),
+        click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0)."),
+        click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca."),
+        click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni."),
+        click.option("--small-sample", is_flag=True, help="Decide orderings from the expanded bootstrap (corrects the "
+                  "percentile bootstrap's too-narrow spread with few runs per task)."),
+    ]
+
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
 @click.command("audit")
 @click.argument("scores", metavar="SCORES")
-@click.option("--format", "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
-              "default: by suffix or sniffing.")
-@click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files.")
-@click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
-              "(default: the protocol's, else none).")
-@click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og.")
-@click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have).")
-@click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's).")
-@click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000).")
-@click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000).")
-@click.option("--seed", metavar="S", help="Seed of every random stream (default 0).")
-@click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05).")
-@click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
-@click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
-@click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
-@click.option("--small-sample", is_flag=True, help="Decide orderings from the expanded bootstrap (corrects the "
-              "percentile bootstrap's too-narrow spread with few runs per task).")
+@audit_options()
 @click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
 def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,

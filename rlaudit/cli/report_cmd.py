@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from rlaudit.cli.audit_cmd import audit_options
 from rlaudit.errors import InputError
 
 
@@ -42,23 +43,7 @@ def _audit_first(source_path, **options) -> dict:
 @click.option("--format", "formats", metavar="F1,F2", default="html,md,tex,json", show_default=True,
               help="Outputs: html (index.html), md (report.md), tex (tables.tex), json (audit.json).")
 @click.option("--title", metavar="TEXT", help="Report title (default: from the source).")
-@click.option("--from", "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
-              "default: by suffix or sniffing. (`rlaudit audit --format`.)")
-@click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files.")
-@click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
-              "(default: the protocol's, else none).")
-@click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og.")
-@click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have).")
-@click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's).")
-@click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000).")
-@click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000).")
-@click.option("--seed", metavar="S", help="Seed of every random stream (default 0).")
-@click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05).")
-@click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0).")
-@click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca.")
-@click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni.")
-@click.option("--small-sample", is_flag=True, default=None,
-              help="Decide orderings from the expanded bootstrap (as `rlaudit audit --small-sample`).")
+@audit_options(format_flag="--from")
 def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
            reps_pairwise, seed, alpha, gamma, ci_method, correction, small_sample):
     """Write an audit report of SOURCE into DIR: index.html (self-contained), report.md, tables.tex

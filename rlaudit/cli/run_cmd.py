@@ -100,8 +100,10 @@ def validate(protocol: str, store: str | None, workers: int | None) -> None:
 @click.option("--cpus-per-run", type=float, default=None, help="Ray: CPUs reserved per run (executor ray).")
 @click.option("--gpus-per-run", type=float, default=None, help="Ray: GPUs reserved per run (executor ray).")
 @click.option("--max-retries", type=int, default=None, help="Ray: retries of a run whose worker was lost.")
+@click.option("--runtime-env", default=None, metavar="JSON|FILE",
+              help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
 def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
-        executor: str, address, cpus_per_run, gpus_per_run, max_retries) -> None:
+        executor: str, address, cpus_per_run, gpus_per_run, max_retries, runtime_env) -> None:
     """Train and evaluate PROTOCOL's runs into a resumable store.
 
     Finished runs in the store are skipped; unfinished ones restart from scratch. Exit status 1 when some
@@ -118,12 +120,14 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     store_path = _store_path(store, p)
     selection = parse_only(only, plan_)
     ray_opts = {k: v for k, v in {"address": address, "cpus_per_run": cpus_per_run, "gpus_per_run": gpus_per_run,
-                                  "max_retries": max_retries}.items() if v is not None}
+                                  "max_retries": max_retries, "runtime_env": runtime_env}.items() if v is not None}
     if executor == "local" and ray_opts:
         name = next(iter(ray_opts)).replace("_", "-")
         raise InputError(f"--{name}: applies to --executor ray only")
     if workers is not None and workers < 1:
         raise InputError(f"--workers: must be at least 1, got {workers}")
+    if executor == "ray" and workers is not None:
+        raise InputError("--workers: applies to --executor local only; Ray places runs by --cpus-per-run")
     opts = dict(ray_opts)
     if workers is not None:
         opts["workers"] = workers
@@ -140,6 +144,9 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         return
     ex = get_executor(executor, **opts)
     Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
+    check = getattr(ex, "check", None)
+    if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
+        check(plan_.select(selection))
     run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
 
 
