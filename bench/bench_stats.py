@@ -28,9 +28,13 @@ import sys
 import time
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from rliable_compat import import_rliable_library  # noqa: E402  (test/bench-only shim)
 
 from rlaudit.stats import (
     METRICS,
@@ -42,36 +46,6 @@ from rlaudit.stats import (
     replicates,
     rng_for,
 )
-
-
-def rliable_library():
-    """Import ``rliable.library`` under pandas 3 (same shim as tests/test_stats.py; see docs/statistics.md).
-
-    arch 7.2 calls pandas' private ``deprecate_kwarg`` with the pre-pandas-3 signature at import time; the
-    wrapper supplies pandas 3's new first argument (the warning class) during the import only.
-    """
-    try:
-        from rliable import library
-        return library
-    except TypeError:
-        pass
-    import pandas.util._decorators as pd_dec
-
-    original = pd_dec.deprecate_kwarg
-
-    def compat(*args, **kwargs):
-        if args and isinstance(args[0], str):
-            return original(FutureWarning, *args, **kwargs)
-        return original(*args, **kwargs)
-
-    for name in [m for m in sys.modules if m == "arch" or m.startswith("arch.") or m.startswith("rliable.library")]:
-        del sys.modules[name]
-    pd_dec.deprecate_kwarg = compat
-    try:
-        from rliable import library
-    finally:
-        pd_dec.deprecate_kwarg = original
-    return library
 
 
 def make_data(n_algorithms: int, n_tasks: int, n_runs: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -194,7 +168,7 @@ def main(argv=None) -> int:
     # ------------------------------------------------------------------ rliable
     from rliable import metrics as rm
 
-    library = rliable_library()
+    library = import_rliable_library()
     fns = {"iqm": rm.aggregate_iqm, "median": rm.aggregate_median, "mean": rm.aggregate_mean,
            "og": rm.aggregate_optimality_gap}
     func = lambda x: np.array([fns[m](x) for m in METRICS])  # noqa: E731
