@@ -19,7 +19,8 @@ column         dtype      meaning
 Optional columns, carried through when present: ``score_kind`` (per-row ``eval``/``train``, overrides
 ``meta.score_kind``), ``regime`` (regime name of a rerun), ``regime_kind`` (``nested`` = an anytime
 reading of a run tuned for the largest budget; ``separate`` = a run trained *for* that budget),
-``eval_protocol`` (``final`` or ``max``).
+``eval_protocol`` (``final`` or ``max``), ``source`` (which source a row comes from when one table holds
+several, e.g. ``published`` / ``rerun`` in the joined audit; absent = one source, ``meta.source``).
 
 ``budget`` is any ordered scale: environment steps or frames most often, but also offline dataset size,
 network size, number of training tasks or inference samples. The unit names it and every output labels it.
@@ -46,7 +47,7 @@ from rlaudit.io import atomic_path
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
 
-OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eval_protocol")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eval_protocol", "source")
 """Optional columns carried through when present."""
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
@@ -218,6 +219,12 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
         if bad.any():
             raise InputError(f"{where}: column 'score_kind' must be eval or train; bad value at line {lines(bad)}")
         df["score_kind"] = kinds
+
+    if "source" in df.columns:
+        blank = df["source"].isna() | (df["source"].astype(str).str.strip() == "")
+        if blank.any():
+            raise InputError(f"{where}: empty 'source' at line {lines(blank)}")
+        df["source"] = df["source"].astype(str)
 
     dup = df.duplicated(list(KEY), keep=False)
     if dup.any():

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from rlaudit.cli.joined_opts import echo_agreement, published_option, with_published, write_document
 from rlaudit.errors import InputError
 
 # Work (random draws) above which a progress bar is shown: a few seconds of bootstrap on one busy core.
@@ -169,8 +170,9 @@ def audit_options(format_flag: str = "--format"):
 @audit_options()
 @click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
+@published_option
 def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,
-          gamma, ci_method, correction, small_sample, out_dir, quiet):
+          gamma, ci_method, correction, small_sample, out_dir, quiet, published=None):
     """Audit SCORES (tidy CSV/Parquet, store, protocol or published format): aggregates with intervals,
     error-controlled orderings per budget, inversions between budgets, claim verdicts and a checklist.
     Writes DIR/audit.json; exit status 2 on bad input (nothing written)."""
@@ -178,11 +180,15 @@ def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, 
 
     result = audit_from_options(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
                                 seed, alpha, gamma, ci_method, correction, small_sample)
-    path = result.write_json(Path(out_dir) / "audit.json")
+    doc = with_published(result, scores, published, data_dir, normalize, metric=metric, reps=reps,
+                         reps_pairwise=reps_pairwise, seed=seed, alpha=alpha, gamma=gamma, ci_method=ci_method,
+                         correction=correction, small_sample=small_sample)  # + published_agreement if joined
+    path = write_document(doc, Path(out_dir) / "audit.json")
     if not quiet:
         from rich.console import Console
 
         console = Console()
         render_summary(result, console if console.is_terminal else Console(width=140))
+        echo_agreement(doc)
     click.echo(f"wrote {path}", err=True)
     sys.stdout.flush()

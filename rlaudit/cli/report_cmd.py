@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from rlaudit.cli.audit_cmd import audit_options
+from rlaudit.cli.joined_opts import published_option
 from rlaudit.errors import InputError
 
 
@@ -30,11 +31,14 @@ def _read_audit_json(path: Path) -> dict:
     return doc
 
 
-def _audit_first(source_path, **options) -> dict:
+def _audit_first(source_path, published=None, **options) -> dict:
     """Audit SOURCE exactly as ``rlaudit audit`` does with the same options; return the audit document."""
     from rlaudit.cli.audit_cmd import audit_from_options
+    from rlaudit.cli.joined_opts import with_published
 
-    return audit_from_options(source_path, **options).to_dict()
+    result = audit_from_options(source_path, **options)
+    joined = {k: v for k, v in options.items() if k not in ("fmt", "data_dir", "normalize", "budgets", "claims_file")}
+    return with_published(result, source_path, published, options.get("data_dir"), options.get("normalize"), **joined)
 
 
 @click.command("report")
@@ -44,8 +48,9 @@ def _audit_first(source_path, **options) -> dict:
               help="Outputs: html (index.html), md (report.md), tex (tables.tex), json (audit.json).")
 @click.option("--title", metavar="TEXT", help="Report title (default: from the source).")
 @audit_options(format_flag="--from")
+@published_option
 def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
-           reps_pairwise, seed, alpha, gamma, ci_method, correction, small_sample):
+           reps_pairwise, seed, alpha, gamma, ci_method, correction, small_sample, published=None):
     """Write an audit report of SOURCE into DIR: index.html (self-contained), report.md, tables.tex
     (booktabs), audit.json and figures/ (PNG, SVG, PDF).
 
@@ -59,7 +64,7 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
     audit_opts = {"--from": fmt, "--data": data_dir, "--normalize": normalize, "--metric": metric,
                   "--budgets": budgets, "--claims": claims_file, "--reps": reps, "--reps-pairwise": reps_pairwise,
                   "--seed": seed, "--alpha": alpha, "--gamma": gamma, "--ci-method": ci_method,
-                  "--correction": correction, "--small-sample": small_sample or None}
+                  "--correction": correction, "--small-sample": small_sample or None, "--published": published}
     if path.suffix.lower() == ".json" and fmt is None:
         given = [k for k, v in audit_opts.items() if v is not None]
         if given:
@@ -71,7 +76,8 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
     else:
         audit = _audit_first(source, fmt=fmt, data_dir=data_dir, normalize=normalize, metric=metric, budgets=budgets,
                              claims_file=claims_file, reps=reps, reps_pairwise=reps_pairwise, seed=seed, alpha=alpha,
-                             gamma=gamma, ci_method=ci_method, correction=correction, small_sample=small_sample)
+                             gamma=gamma, ci_method=ci_method, correction=correction, small_sample=small_sample,
+                             published=published)
 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -6,19 +6,19 @@ from pathlib import Path
 
 import click
 
+from rlaudit.cli.rerun_opts import rerun_options
 from rlaudit.errors import InputError
 
 RAY_OPTIONS = ("address", "cpus_per_run", "gpus_per_run", "max_retries")
 
 
-def _load(protocol_path: str):
-    from rlaudit.protocol import check_runnable, load_protocol, plan
+def _load(protocol_path: str, suite=None, budgets=None, seeds=None):
+    from rlaudit.cli.rerun_opts import describe_rerun, load_to_run
+    from rlaudit.protocol import check_runnable, plan
 
-    protocol = load_protocol(protocol_path)
-    if protocol.is_published:
-        raise InputError(f"{protocol_path}: a published protocol ([data]) has nothing to run; audit it with "
-                         f"'rlaudit audit {protocol_path}'")
+    protocol, section = load_to_run(protocol_path, suite, budgets, seeds)  # published: its [rerun] section
     check_runnable(protocol)
+    describe_rerun(protocol, section, echo=lambda line: click.echo(line, err=True))
     return protocol, plan(protocol)
 
 
@@ -61,7 +61,9 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
 @click.argument("protocol", type=click.Path(dir_okay=False))
 @click.option("--store", "store", default=None, help="Store file to check (default: sweeps/<name>/store.sqlite).")
 @click.option("--workers", type=int, default=None, help="Workers for the time estimate (default: cores).")
-def validate(protocol: str, store: str | None, workers: int | None) -> None:
+@rerun_options
+def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=None, rerun_budgets=None,
+             rerun_seeds=None) -> None:
     """Check PROTOCOL without training: fields, algorithms, hyperparameters, environments, budgets,
     the store; print the plan (runs, env steps, time estimate)."""
     from rlaudit.protocol import load_protocol
@@ -69,15 +71,16 @@ def validate(protocol: str, store: str | None, workers: int | None) -> None:
     from rlaudit.store import Store
 
     p = load_protocol(protocol)
-    if p.is_published:
+    rerun = (rerun_suite, rerun_budgets, rerun_seeds)
+    if p.is_published and not any(v is not None for v in rerun):
         from rlaudit.protocol.loader import check_runnable
 
         check_runnable(p)
         files = (p.data or {}).get("files", [])
         click.echo(f"protocol {p.name}: published data, importer {p.data.get('format')!r}, {len(files)} file(s); "
-                   f"valid")
+                   f"valid" + (f"; rerun with --suite {' | '.join(p.rerun.get('suites') or {})}" if p.rerun else ""))
         return
-    p, plan_ = _load(protocol)
+    p, plan_ = _load(protocol, *rerun)
     store_path = _store_path(store, p)
     Store.open_for_run(store_path, p, check_only=True)
     _print_plan(plan_, plan_.runs, store_path, workers or default_workers())
@@ -102,8 +105,10 @@ def validate(protocol: str, store: str | None, workers: int | None) -> None:
 @click.option("--max-retries", type=int, default=None, help="Ray: retries of a run whose worker was lost.")
 @click.option("--runtime-env", default=None, metavar="JSON|FILE",
               help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
+@rerun_options
 def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
-        executor: str, address, cpus_per_run, gpus_per_run, max_retries, runtime_env) -> None:
+        executor: str, address, cpus_per_run, gpus_per_run, max_retries, runtime_env, rerun_suite=None,
+        rerun_budgets=None, rerun_seeds=None) -> None:
     """Train and evaluate PROTOCOL's runs into a resumable store.
 
     Finished runs in the store are skipped; unfinished ones restart from scratch. Exit status 1 when some
@@ -116,7 +121,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     from rlaudit.run.executors import default_workers, get_executor
     from rlaudit.store import Store
 
-    p, plan_ = _load(protocol)
+    p, plan_ = _load(protocol, rerun_suite, rerun_budgets, rerun_seeds)
     store_path = _store_path(store, p)
     selection = parse_only(only, plan_)
     ray_opts = {k: v for k, v in {"address": address, "cpus_per_run": cpus_per_run, "gpus_per_run": gpus_per_run,

@@ -25,7 +25,7 @@ from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Ev
                                      RegimeOverride, Task)
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
-            "algorithms", "evaluation", "data", "normalization", "audit", "claims")
+            "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of")
 RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
 TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
 ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes")
@@ -135,11 +135,13 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
                 raise InputError(f"{where}: audit.budgets: {b} is not a regime budget "
                                  f"({', '.join(str(x) for x in budgets)})")
 
+    _delegate("rlaudit.protocol.rerun", "check_sections", doc, published, where)  # [rerun] / [rerun_of]
     canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
     return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
                     description=description, citation=citation, budget_unit=unit, data=data,
-                    normalization=normalization, audit=audit, claims=claims, **protocol_fields)
+                    normalization=normalization, audit=audit, claims=claims, rerun=doc.get("rerun"),
+                    rerun_of=doc.get("rerun_of"), **protocol_fields)
 
 
 # ------------------------------------------------------------------------------------------- sections

@@ -154,6 +154,11 @@ class Protocol:
     """``[audit]`` section."""
     claims: tuple[dict, ...] = ()
     """``[[claims]]`` tables, each with a ``where`` key naming file and index."""
+    rerun: dict | None = None
+    """``[rerun]`` of a published protocol, as written (:mod:`rlaudit.protocol.rerun` reads it)."""
+    rerun_of: dict | None = None
+    """``[rerun_of]`` of a rerun protocol generated from a published one: ``{protocol, name, hash, suite,
+    agents = {rerun label: published agent}}``."""
 
     @property
     def is_published(self) -> bool:
