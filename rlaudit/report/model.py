@@ -195,6 +195,10 @@ class Report:
     """``{budget: [(task, {algorithm: dict(n_runs, mean, lo, hi)})]}``."""
     budgets_of_interest: tuple[int, ...] = ()
     sections: tuple[tuple[str, str], ...] = SECTIONS
+    agreement: object | None = None
+    """:class:`rlaudit.report.agreement.Agreement` when the audit was joined with a published protocol."""
+    agreement_anchor: str = ""
+    agreement_heading: str = ""
 
     def budget(self, b: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
@@ -357,6 +361,11 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         metric_sensitivity=tuple(audit.get("metric_sensitivity") or ()), ranks=ranks, profiles=profiles,
         claims=claims, checklist=checklist, runs_needed=runs_needed, per_task=per_task,
         budgets_of_interest=budgets_of_interest)
+    from rlaudit.report.agreement import ANCHOR, HEADING, build_agreement  # optional section (joined audits)
+
+    object.__setattr__(report, "agreement", build_agreement(audit.get("published_agreement")))
+    object.__setattr__(report, "agreement_anchor", ANCHOR)
+    object.__setattr__(report, "agreement_heading", HEADING)
     object.__setattr__(report, "findings", tuple(_findings(report)))
     object.__setattr__(report, "setup", tuple(_setup(report)))
     return report

@@ -1,0 +1,73 @@
+"""The report's "Published vs rerun" section: the ``published_agreement`` document arranged for the templates.
+
+Built from ``audit.json`` only (never recomputed); absent when the audit was not joined with a published
+protocol. Budgets are written in each source's own unit, since the two sources count budgets differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANCHOR = "published-vs-rerun"
+HEADING = "Published vs rerun"
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """What the section shows."""
+
+    published: str
+    """Published protocol name (and file)."""
+    suite: str
+    """Where the rerun ran."""
+    caveat: str
+    """Implementations differ; only orderings are compared."""
+    method: str
+    """How τ and its interval are computed."""
+    metric: str
+    mapping: tuple[tuple[str, str], ...]
+    """``(published agent, rerun label)``."""
+    not_rerun: tuple[str, ...]
+    rerun_budgets: tuple[str, ...]
+    """Rerun budgets, human form with unit."""
+    rows: tuple[dict, ...]
+    """``{pair, published_budgets, cells: [(status, text)]}``, one per decided published ordering."""
+    summary: tuple[dict, ...]
+    """``{budget, holds, reversed, undecided, not_rerun}`` per rerun budget (budget in human form)."""
+    ranks: tuple[dict, ...]
+    """``{published_budget, rerun_budget, tau, ci, published_ranking, rerun_ranking}`` (strings)."""
+
+
+def build_agreement(doc: dict | None) -> Agreement | None:
+    """The section model, or ``None`` when the audit has no ``published_agreement``."""
+    if not doc:
+        return None
+    from rlaudit.report.model import format_budget, format_number
+
+    pub, rer = doc["published"], doc["rerun"]
+    pu, ru = pub.get("budget_unit"), rer.get("budget_unit")
+    rerun_budgets = tuple(format_budget(b, ru) for b in rer["budgets"])
+    rows = []
+    for o in doc["orderings"]:
+        cells = []
+        for p in o["per_budget"]:
+            text = p["status"]
+            if p.get("diff_point") is not None:
+                text += f" ({format_number(p['diff_point'])} [{format_number(p['diff_lo'])}, {format_number(p['diff_hi'])}])"
+            cells.append((p["status"], text))
+        rows.append({"pair": f"{o['better']} > {o['worse']}",
+                     "rerun_pair": f"{o['rerun_better'] or '–'} vs {o['rerun_worse'] or '–'}",
+                     "published_budgets": ", ".join(format_budget(b) for b in o["published_budgets"]), "cells": cells})
+    summary = tuple({"budget": format_budget(s["budget"], ru), "holds": s["holds"], "reversed": s["reversed"],
+                     "undecided": s["undecided"], "not_rerun": s["not rerun"]} for s in doc["summary"])
+    ranks = tuple({"published_budget": format_budget(r["published_budget"], pu),
+                   "rerun_budget": format_budget(r["rerun_budget"], ru),
+                   "tau": "undefined" if r["tau"] is None else f"{r['tau']:.2f}",
+                   "ci": "–" if r["lo"] is None else f"[{r['lo']:.2f}, {r['hi']:.2f}]",
+                   "published_ranking": " > ".join(r.get("published_ranking") or []),
+                   "rerun_ranking": " > ".join(r.get("rerun_ranking") or [])} for r in doc["rank_agreement"])
+    return Agreement(published=f"{pub.get('name')} ({pub.get('protocol')})", suite=str(rer.get("suite")),
+                     caveat=doc["caveat"], method=doc["method"], metric=doc["metric"],
+                     mapping=tuple((m["published"], m["rerun"]) for m in doc["mapping"]),
+                     not_rerun=tuple(doc["not_rerun"]), rerun_budgets=rerun_budgets, rows=tuple(rows),
+                     summary=summary, ranks=ranks)
