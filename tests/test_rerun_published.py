@@ -254,6 +254,7 @@ reference_steps = 1_000_000
 scaled = ["buffer_size", "learning_starts", "target_update_interval"]
 exploration_steps = 250_000
 seeds = 2
+implementation = "the tiny authors' code"
 hyperparams = {{ buffer_size = 1_000_000, learning_starts = 20_000, target_update_interval = 8_000 }}
 [[rerun.agents]]
 published = "DQN"
@@ -301,6 +302,33 @@ def test_validate_prints_the_plan_and_the_agents_not_rerun(tmp_path):
     assert not (tmp_path / "sweeps").exists()
 
 
+def test_joined_audit_of_a_score_file_and_its_bad_input(tmp_path):
+    path = _fixture(tmp_path)
+    rows = ["algorithm,task,run,budget,score"]
+    for a, level in (("DQN", 3.0), ("Double", 2.0), ("QR-DQN", 1.0)):
+        for r in range(4):
+            rows += [f"{a},CartPole-v1,{r},1000,{level + 0.01 * r}", f"{a},Acrobot-v1,{r},1000,{level + 0.02 * r}"]
+    (tmp_path / "rerun.csv").write_text("\n".join(rows) + "\n")
+    base = ["audit", "rerun.csv", "--data", "data", "--reps", "300", "--reps-pairwise", "100"]
+    result = _cli([*base, "--published", str(path), "--out", "a"], tmp_path)
+    assert result.exit_code == 0, result.output
+    pa = json.loads((tmp_path / "a" / "audit.json").read_text())["published_agreement"]
+    # The rerun ranks the three agents in exactly the opposite order, every run agreeing: tau = -1, no spread.
+    assert [(r["tau"], r["lo"], r["hi"]) for r in pa["rank_agreement"]] == [(-1.0, -1.0, -1.0)] * 2
+    assert {o["better"]: [p["status"] for p in o["per_budget"]] for o in pa["orderings"]
+            if o["worse"] == "DQN"} == {"QR": ["reversed"], "Double": ["reversed"], "Adam": ["not rerun"]}
+    # Without --published a score file is audited alone.
+    result = _cli([*base, "--out", "b"], tmp_path)
+    assert result.exit_code == 0 and "published_agreement" not in json.loads((tmp_path / "b" / "audit.json").read_text())
+    text = path.read_text()
+    (tmp_path / "norerun.toml").write_text(text[:text.index("[rerun]")])
+    for published, expect in (("norerun.toml", "no agent mapping; the published protocol norerun.toml has no [rerun]"),
+                              (str(REPO / "protocols" / "quickstart.toml"), "--published: ")):
+        result = _cli([*base, "--published", published, "--out", "c"], tmp_path)
+        assert result.exit_code == 2 and expect in result.output, result.output
+        assert result.output.count("error:") == 1 and not (tmp_path / "c").exists()
+
+
 # ------------------------------------------------------------------------------------------- end to end
 
 def test_rerun_then_joined_audit_then_report(tmp_path):
@@ -340,6 +368,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
         (10, 1000), (10, 2000), (20, 1000), (20, 2000)]
     assert all(r["published_ranking"] == ["QR", "Double", "DQN"] for r in pa["rank_agreement"])
     assert "Implementations differ" in pa["caveat"] and "BOTH sides" in pa["method"]
+    assert "the tiny authors' code" in pa["caveat"] and "another suite (gymnasium)" in pa["caveat"]
     assert "published vs rerun (tiny-pub -> gymnasium)" in result.output
 
     # Same seed, same numbers; --published given explicitly gives the same join.
@@ -353,6 +382,9 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert result.exit_code == 0, result.output
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## 10. Published vs rerun" in md and "Implementations differ" in md
+    verdict = md.split("## 2.")[0]
+    assert "Published vs rerun (tiny-pub (" in verdict and "of 6 decided published orderings" in verdict
+    assert "only orderings are compared, not scores" in verdict
     assert "| QR > DQN | 10, 20 | QR-DQN vs DQN |" in md and "Not rerun (no runnable counterpart): Adam." in md
     html = (tmp_path / "r" / "index.html").read_text()
     assert '<section id="published-vs-rerun">' in html and 'href="#published-vs-rerun"' in html

@@ -80,7 +80,8 @@ def with_published(result, scores: str, published: str | None, data_dir=None, no
     agreement = published_agreement(
         joined_table(pub_table, rerun_table), mapping, published_doc, doc,
         {"protocol": str(published), "name": protocol.name, "title": protocol.title,
-         "implementation": f"{protocol.data.get('format')} data of {protocol.name}",
+         "implementation": (protocol.rerun or {}).get("implementation")
+                           or f"{protocol.data.get('format')} data of {protocol.name}",
          "suite": (rerun_of or {}).get("suite") or doc["source"].get("protocol") or str(scores)},
         reps=int(settings.get("reps_pairwise", 2000)), seed=int(settings.get("seed", 0)),
         confidence=float(settings.get("confidence", 0.95)))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from rlaudit.errors import InputError, did_you_mean
 
 RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperparams", "policy_kwargs", "note",
-              "agents", "suites")
+              "implementation", "agents", "suites")
 AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note")
 SUITE_KEYS = ("reference_steps", "tasks", "budgets", "policy_kwargs", "hyperparams", "evaluation", "normalization",
               "note")
@@ -97,6 +97,8 @@ class RerunSection:
     """Suites by name."""
     note: str = ""
     """What the rerun changes, in words."""
+    implementation: str = ""
+    """The published implementation, in words (e.g. ``"Dopamine (JAX / TensorFlow)"``), for the report's caveat."""
 
     @property
     def runnable(self) -> tuple[RerunAgent, ...]:
@@ -197,7 +199,7 @@ def parse_section(raw, where: str) -> RerunSection:
                                   _string(s, "note", at))
     return RerunSection(reference, tuple(scaled), _positive(d, "exploration_steps", where), seeds,
                         _dict(d, "hyperparams", where), _dict(d, "policy_kwargs", where), tuple(agents), suites,
-                        _string(d, "note", where))
+                        _string(d, "note", where), _string(d, "implementation", where))
 
 
 def section_of(protocol) -> RerunSection:

@@ -71,3 +71,19 @@ def build_agreement(doc: dict | None) -> Agreement | None:
                      mapping=tuple((m["published"], m["rerun"]) for m in doc["mapping"]),
                      not_rerun=tuple(doc["not_rerun"]), rerun_budgets=rerun_budgets, rows=tuple(rows),
                      summary=summary, ranks=ranks)
+
+
+def agreement_findings(a: Agreement | None) -> list:
+    """Verdict lines for a joined audit: reversed published orderings first (``warning``), then the counts."""
+    if a is None:
+        return []
+    from rlaudit.report.model import Finding
+
+    decided = len(a.rows)
+    parts = [f"{s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['undecided']} undecided"
+             + (f", {s['not_rerun']} not rerun" if s["not_rerun"] else "") for s in a.summary]
+    severity = "warning" if any(s["reversed"] for s in a.summary) else "info"
+    return [Finding("info", f"Published vs rerun ({a.published} on {a.suite}): of {decided} decided published "
+                            f"orderings, at rerun budget " + "; ".join(parts) + ". Implementations differ, so only "
+                            f"orderings are compared, not scores (section {HEADING}).", severity)]
+

@@ -361,12 +361,12 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         metric_sensitivity=tuple(audit.get("metric_sensitivity") or ()), ranks=ranks, profiles=profiles,
         claims=claims, checklist=checklist, runs_needed=runs_needed, per_task=per_task,
         budgets_of_interest=budgets_of_interest)
-    from rlaudit.report.agreement import ANCHOR, HEADING, build_agreement  # optional section (joined audits)
+    from rlaudit.report.agreement import ANCHOR, HEADING, agreement_findings, build_agreement  # joined audits
 
     object.__setattr__(report, "agreement", build_agreement(audit.get("published_agreement")))
     object.__setattr__(report, "agreement_anchor", ANCHOR)
     object.__setattr__(report, "agreement_heading", HEADING)
-    object.__setattr__(report, "findings", tuple(_findings(report)))
+    object.__setattr__(report, "findings", tuple(_findings(report) + agreement_findings(report.agreement)))
     object.__setattr__(report, "setup", tuple(_setup(report)))
     return report
 
