@@ -377,7 +377,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "b" / "audit.json").read_text())["published_agreement"] == pa
 
-    result = _cli(["report", str(tmp_path / "a" / "audit.json"), "-o", str(tmp_path / "r"), "--format", "md,html,json"],
+    result = _cli(["report", str(tmp_path / "a" / "audit.json"), "-o", str(tmp_path / "r"), "--format", "md,html,tex,json"],
                   tmp_path)
     assert result.exit_code == 0, result.output
     md = (tmp_path / "r" / "report.md").read_text()
@@ -388,4 +388,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "| QR > DQN | 10, 20 | QR-DQN vs DQN |" in md and "Not rerun (no runnable counterpart): Adam." in md
     html = (tmp_path / "r" / "index.html").read_text()
     assert '<section id="published-vs-rerun">' in html and 'href="#published-vs-rerun"' in html
+    tex = (tmp_path / "r" / "tables.tex").read_text()
+    assert "\\label{tab:rlaudit-rank-agreement}" in tex and "QR \\textgreater{} DQN & 10, 20 & QR-DQN vs DQN" in tex
+    assert tex.count("\\begin{table}") == tex.count("\\end{table}")
     assert json.loads((tmp_path / "r" / "audit.json").read_text())["published_agreement"] == pa
