@@ -1,6 +1,6 @@
 """Wall time of each DQN-family built-in against stable-baselines3's plain DQN, same env and budget.
 
-MinAtar (float32 observations, MLP policy, one CPU thread), the hyperparameters of
+MinAtar (rlaudit's environment: uint8 0/1 observations; MLP policy, one CPU thread), the hyperparameters of
 ``protocols/dqn-family-minatar.toml`` except the budget. Each variant is timed ``--repeats`` times,
 interleaved with the others so that machine load hits all alike; the median is reported with its ratio to
 SB3's DQN. Targets: PrioritizedDQN <= 1.5x, DoubleDQN and DuelingDQN <= 1.1x (issue 6); C51 <= 1.5x,
@@ -39,7 +39,8 @@ VARIANTS: list[tuple[str, str, dict]] = [
     ("QRDQN 200 quantiles", "QRDQN", {"n_quantiles": 200}),
     ("C51", "C51", {}),
     ("IQN", "IQN", {}),
-    ("IQN merge after last", "IQN", {"iqn_post_layers": 0}),
+    ("IQN N=N'=8", "IQN", {"n_tau": 8, "n_tau_target": 8}),
+    ("IQN N=N'=8, merge last", "IQN", {"n_tau": 8, "n_tau_target": 8, "iqn_post_layers": 0}),
     ("NoisyDQN", "NoisyDQN", {}),
     ("Rainbow", "Rainbow", {}),
     ("DopamineRainbow", "DopamineRainbow", {}),
@@ -57,19 +58,11 @@ def protocol_hyperparams() -> dict:
 
 def time_one(name: str, extra: dict, game: str, budget: int, hp: dict, policy_kwargs: dict) -> tuple[float, float]:
     """Train one agent; return (wall seconds, CPU seconds of this process) of the ``train`` call."""
-    import gymnasium as gym
-    import minatar.gym
-    import numpy as np
-
     from rlaudit.algorithms import make_agent
+    from rlaudit.run.envs import make_env
+    from rlaudit.run.spec import TaskSpec
 
-    if not any(k.startswith("MinAtar/") for k in gym.registry):
-        minatar.gym.register_envs()
-    env = gym.wrappers.TransformObservation(
-        gym.make(f"MinAtar/{game}-v1"),
-        lambda o: o.astype(np.float32),
-        gym.spaces.Box(0.0, 1.0, gym.make(f"MinAtar/{game}-v1").observation_space.shape, np.float32),
-    )
+    env = make_env(TaskSpec(f"MinAtar/{game}-v1", "minatar"), seed=0)  # what `rlaudit run` trains on
     agent = make_agent(name, env, {**hp, **extra}, seed=0, policy_kwargs=policy_kwargs)
     start, cpu = time.perf_counter(), time.process_time()
     agent.train(budget)
@@ -109,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             w, c = time_one(name, extra, args.game, steps, hp, policy_kwargs)
             wall[label].append(w)
             cpu[label].append(c)
-            print(f"  repeat {r + 1}: {label:<22} wall {w:7.2f} s  cpu {c:7.2f} s", file=sys.stderr, flush=True)
+            print(f"  repeat {r + 1}: {label:<24} wall {w:7.2f} s  cpu {c:7.2f} s", file=sys.stderr, flush=True)
     base_wall = statistics.median(wall["DQN (SB3)"])
     base_cpu = statistics.median(cpu["DQN (SB3)"])
     # CPU time is the fairer figure on a shared machine (one torch thread: CPU time ~ work done);
     # wall time is what a user waits for on a quiet one. The targets are checked on wall time.
-    print(f"{'variant':<22} {'wall s':>8} {'steps/s':>8} {'ratio':>6} {'cpu s':>8} {'ratio':>6}  target (wall)")
+    print(f"{'variant':<24} {'wall s':>8} {'steps/s':>8} {'ratio':>6} {'cpu s':>8} {'ratio':>6}  target (wall)")
     failed = []
     for label, name, _ in variants:
         w, c = statistics.median(wall[label]), statistics.median(cpu[label])
@@ -123,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "" if target is None else (f"<= {target}x ok" if ratio <= target else f"<= {target}x MISSED")
         if target is not None and ratio > target:
             failed.append(label)
-        print(f"{label:<22} {w:8.2f} {steps / w:8.0f} {ratio:6.2f} {c:8.2f} {c / base_cpu:6.2f}  {verdict}")
+        print(f"{label:<24} {w:8.2f} {steps / w:8.0f} {ratio:6.2f} {c:8.2f} {c / base_cpu:6.2f}  {verdict}")
     if failed:
         print(f"targets missed: {', '.join(failed)} (rerun on a quiet machine before concluding)")
     return 0

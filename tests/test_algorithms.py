@@ -230,9 +230,11 @@ def test_default_policy_is_cnn_for_images():
     from stable_baselines3 import DQN
 
     image = gym.spaces.Box(0, 255, (84, 84, 4), dtype=np.uint8)
-    flat = gym.spaces.Box(0.0, 1.0, (10, 10, 4), dtype=np.float32)  # MinAtar after the float cast
+    flat = gym.spaces.Box(0.0, 1.0, (10, 10, 4), dtype=np.float32)
+    minatar = gym.spaces.Box(0, 1, (10, 10, 4), dtype=np.uint8)  # rlaudit's MinAtar observation: not an image
     assert _default_policy(DQN, image) == "CnnPolicy"
     assert _default_policy(DQN, flat) == "MlpPolicy"
+    assert _default_policy(DQN, minatar) == "MlpPolicy"
 
 
 # --- the learner protocol -----------------------------------------------------------------------------------

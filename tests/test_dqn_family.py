@@ -473,6 +473,9 @@ def test_dueling_noisy_c51_network_combines_per_atom():
     hidden = net.q_net(obs)
     value, advantage = net.value_stream(hidden).reshape(2, 1, 5), net.advantage_stream(hidden).reshape(2, 3, 5)
     assert th.allclose(net.distribution(obs), dueling_combine(value, advantage))
+    net.reset_noise()  # one draw for the whole network, split over the layers
+    eps = [th.cat([layer.eps_in, layer.eps_out]) for layer in net.noisy_layers]
+    assert all(th.all(e != 0) for e in eps) and not th.equal(eps[0][:8], eps[1][:8])
 
 
 def test_iqn_network_shapes_and_deterministic_evaluation():
@@ -580,18 +583,19 @@ VARIANTS = [
     ("DQNFamily", {"double": True, "dueling": True, "prioritized": True, "n_steps": 3}),
     ("C51", {"v_min": 0.0, "v_max": 100.0}),
     ("IQN", {}),
-    ("NoisyDQN", {}),
-    ("Rainbow", {"v_min": 0.0, "v_max": 100.0}),
+    ("NoisyDQN", {"exploration_final_eps": 0.0}),  # LEARN_HP's ε would override the registered 0
+    ("Rainbow", {"v_min": 0.0, "v_max": 100.0, "exploration_final_eps": 0.0}),
     ("DopamineRainbow", {"v_min": 0.0, "v_max": 100.0}),
 ]
 RANDOM_RETURN = 22.0
 LEARN_BUDGET = 3_000
 # Noisy nets explore by their weight noise alone (ε = 0), which takes longer to settle at σ0 = 0.5 on
-# CartPole: measured NoisyDQN 33.0 at 3k steps (σ0 = 0.1: 83.5), 155.0 at 6k.
+# CartPole: measured NoisyDQN 33.0 at 3k steps (σ0 = 0.1: 83.5).
 LEARN_BUDGETS = {"NoisyDQN": 6_000}
 LEARN_SEEDS = [0, 1]
 # Mean over 2 seeds x 3 evaluation episodes (capped at 200 steps); random play scores ~22. Measured
-# (2026-11-30): DQN 134.5, Double 187.7, Dueling 145.5, PER 144.2, QR-DQN-25 150.0, Double+Dueling+PER+3-step 159.8.
+# (2026-11-30): DQN 134.5, Double 187.7, Dueling 145.5, PER 144.2, QR-DQN-25 150.0, Double+Dueling+PER+3-step 159.8;
+# (2026-12-01): C51 145.0, IQN 157.8, NoisyDQN 111.0 (6k steps), Rainbow 118.3, DopamineRainbow 172.7.
 LEARN_THRESHOLD = 60.0
 
 

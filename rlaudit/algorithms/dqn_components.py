@@ -264,6 +264,7 @@ class ComponentQNetwork(QNetwork):
         else:
             self.head = nn.Sequential(*_mlp(hidden, self.n_actions * self.n_out, [], act, linear))
         self.noisy_layers = [m for m in self.modules() if isinstance(m, NoisyLinear)]
+        self._n_noise = sum(layer.in_features + layer.out_features for layer in self.noisy_layers)
 
     def set_stochastic(self, on: bool) -> None:
         """Switch noise (noisy layers) and sampled quantile levels (IQN) on for acting/updating, or off."""
@@ -272,9 +273,16 @@ class ComponentQNetwork(QNetwork):
             layer.noise_enabled = self.stochastic
 
     def reset_noise(self) -> None:
-        """Draw new noise in every noisy layer."""
+        """Draw new noise in every noisy layer (one generator call for all: this runs at every step)."""
+        if not self.noisy_layers:
+            return
+        draws = factorised_noise(th.randn(self._n_noise, device=self.support.device))
+        start = 0
         for layer in self.noisy_layers:
-            layer.reset_noise()
+            for name in ("eps_in", "eps_out"):
+                buffer = layer._buffers[name]
+                buffer.copy_(draws[start : start + buffer.numel()])
+                start += buffer.numel()
 
     def _heads(self, hidden: th.Tensor) -> th.Tensor:
         from rlaudit.algorithms.dqn_family import dueling_combine
