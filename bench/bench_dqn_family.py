@@ -40,7 +40,7 @@ VARIANTS: list[tuple[str, str, dict]] = [
     ("C51", "C51", {}),
     ("IQN", "IQN", {}),
     ("IQN N=N'=8", "IQN", {"n_tau": 8, "n_tau_target": 8}),
-    ("IQN N=N'=8, merge last", "IQN", {"n_tau": 8, "n_tau_target": 8, "iqn_post_layers": 0}),
+    ("IQN N=N'=8 merge-last", "IQN", {"n_tau": 8, "n_tau_target": 8, "iqn_post_layers": 0}),
     ("NoisyDQN", "NoisyDQN", {}),
     ("Rainbow", "Rainbow", {}),
     ("DopamineRainbow", "DopamineRainbow", {}),

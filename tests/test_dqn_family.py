@@ -662,13 +662,19 @@ def test_minatar_protocol_validates():
 
     result = CliRunner().invoke(main, ["validate", str(MINATAR_PROTOCOL)])
     assert result.exit_code == 0, result.output
-    assert "plan: 125 runs (125 nested, 0 separate), 125,000,000 env steps in total" in result.output
+    assert "plan: 125 runs (125 nested, 0 separate), 31,250,000 env steps in total" in result.output
     doc = tomllib.loads(MINATAR_PROTOCOL.read_text())
-    assert [a["name"] for a in doc["algorithms"]] == ["DQN", "DoubleDQN", "DuelingDQN", "PrioritizedDQN", "QRDQN"]
+    assert [a["name"] for a in doc["algorithms"]] == ["DQN", "C51", "QRDQN", "IQN", "DopamineRainbow"]
     assert len(doc["tasks"]) == 5 and doc["seeds"] >= 5
-    # Each comparison isolates one component: the shared hyperparameters are identical across entries.
-    shared = [{k: v for k, v in a["hyperparams"].items() if k not in ("n_quantiles", "per_alpha", "per_beta")} for a in doc["algorithms"]]
+    assert doc["regimes"] == {"low": 100_000, "high": 250_000}
+    # Each comparison changes only components: the shared hyperparameters are identical across entries.
+    own = {"n_quantiles", "n_atoms", "v_min", "v_max", "n_tau", "n_tau_target", "n_tau_act", "iqn_post_layers",
+           "n_steps", "per_alpha", "per_beta"}
+    shared = [{k: v for k, v in a["hyperparams"].items() if k not in own} for a in doc["algorithms"]]
     assert all(s == shared[0] for s in shared)
+    # Every claim names algorithms of the protocol by label.
+    labels = {a.get("label", a["name"]) for a in doc["algorithms"]}
+    assert all(c["better"] in labels and c["worse"] in labels for c in doc["claims"])
 
 
 def test_minatar_protocol_smoke_run(tmp_path):
@@ -686,5 +692,5 @@ def test_minatar_protocol_smoke_run(tmp_path):
     import pandas as pd
 
     scores = pd.read_csv(out, comment="#")
-    assert set(scores["algorithm"]) == {"DQN", "Double DQN", "Dueling DQN", "PER DQN", "QR-DQN"}
+    assert set(scores["algorithm"]) == {"DQN", "C51", "QR-DQN", "IQN", "Rainbow (Dopamine)"}
     assert set(scores["budget"]) >= {150, 300}
