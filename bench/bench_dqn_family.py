@@ -1,9 +1,11 @@
 """Wall time of each DQN-family built-in against stable-baselines3's plain DQN, same env and budget.
 
-MinAtar (float32 observations, MLP policy, one CPU thread), the hyperparameters of
+MinAtar (rlaudit's environment: uint8 0/1 observations; MLP policy, one CPU thread), the hyperparameters of
 ``protocols/dqn-family-minatar.toml`` except the budget. Each variant is timed ``--repeats`` times,
 interleaved with the others so that machine load hits all alike; the median is reported with its ratio to
-SB3's DQN. Targets (issue 6): PrioritizedDQN <= 1.5x, DoubleDQN and DuelingDQN <= 1.1x.
+SB3's DQN. Targets: PrioritizedDQN <= 1.5x, DoubleDQN and DuelingDQN <= 1.1x (issue 6); C51 <= 1.5x,
+IQN <= 2x, Rainbow <= 2.5x (issue 11). ``--only`` times a subset (labels, comma-separated; SB3's DQN is
+always included as the baseline).
 
     python bench/bench_dqn_family.py            # 10k steps, 3 repeats, Breakout
     python bench/bench_dqn_family.py --quick    # 2k steps, 1 repeat (smoke)
@@ -35,8 +37,16 @@ VARIANTS: list[tuple[str, str, dict]] = [
     ("Double+Dueling+PER", "DQNFamily", {"double": True, "dueling": True, "prioritized": True}),
     ("QRDQN 50 quantiles", "QRDQN", {"n_quantiles": 50}),
     ("QRDQN 200 quantiles", "QRDQN", {"n_quantiles": 200}),
+    ("C51", "C51", {}),
+    ("IQN", "IQN", {}),
+    ("IQN N=N'=8", "IQN", {"n_tau": 8, "n_tau_target": 8}),
+    ("IQN N=N'=8 merge-last", "IQN", {"n_tau": 8, "n_tau_target": 8, "iqn_post_layers": 0}),
+    ("NoisyDQN", "NoisyDQN", {}),
+    ("Rainbow", "Rainbow", {}),
+    ("DopamineRainbow", "DopamineRainbow", {}),
 ]
-TARGETS = {"DoubleDQN": 1.1, "DuelingDQN": 1.1, "PrioritizedDQN": 1.5}
+# Issue 6 (Double, Dueling, PER) and issue 11 (C51, IQN, Rainbow) targets on wall time.
+TARGETS = {"DoubleDQN": 1.1, "DuelingDQN": 1.1, "PrioritizedDQN": 1.5, "C51": 1.5, "IQN": 2.0, "Rainbow": 2.5}
 
 
 def protocol_hyperparams() -> dict:
@@ -48,19 +58,11 @@ def protocol_hyperparams() -> dict:
 
 def time_one(name: str, extra: dict, game: str, budget: int, hp: dict, policy_kwargs: dict) -> tuple[float, float]:
     """Train one agent; return (wall seconds, CPU seconds of this process) of the ``train`` call."""
-    import gymnasium as gym
-    import minatar.gym
-    import numpy as np
-
     from rlaudit.algorithms import make_agent
+    from rlaudit.run.envs import make_env
+    from rlaudit.run.spec import TaskSpec
 
-    if not any(k.startswith("MinAtar/") for k in gym.registry):
-        minatar.gym.register_envs()
-    env = gym.wrappers.TransformObservation(
-        gym.make(f"MinAtar/{game}-v1"),
-        lambda o: o.astype(np.float32),
-        gym.spaces.Box(0.0, 1.0, gym.make(f"MinAtar/{game}-v1").observation_space.shape, np.float32),
-    )
+    env = make_env(TaskSpec(f"MinAtar/{game}-v1", "minatar"), seed=0)  # what `rlaudit run` trains on
     agent = make_agent(name, env, {**hp, **extra}, seed=0, policy_kwargs=policy_kwargs)
     start, cpu = time.perf_counter(), time.process_time()
     agent.train(budget)
@@ -73,7 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="training budget per run (default 10000)")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per variant (default 3)")
     parser.add_argument("--game", default="Breakout", help="MinAtar game (default Breakout)")
+    parser.add_argument("--only", default=None, help="comma-separated variant labels to time (plus the baseline)")
     args = parser.parse_args(argv)
+    variants = VARIANTS
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",")}
+        unknown = wanted - {label for label, _, _ in VARIANTS}
+        if unknown:
+            parser.error(f"unknown variant(s) {sorted(unknown)}; choose from {[v[0] for v in VARIANTS]}")
+        variants = [v for v in VARIANTS if v[0] == "DQN (SB3)" or v[0] in wanted]
     steps = args.steps or (2_000 if args.quick else 10_000)
     repeats = args.repeats or (1 if args.quick else 3)
 
@@ -85,28 +95,28 @@ def main(argv: list[str] | None = None) -> int:
     hp["learning_starts"] = min(hp.get("learning_starts", 1_000), steps // 10)
     print(f"MinAtar/{args.game}-v1, MLP {policy_kwargs.get('net_arch')}, {steps:,} steps, {repeats} repeat(s), "
           f"1 torch thread; hyperparameters from {PROTOCOL.relative_to(REPO)}")
-    wall: dict[str, list[float]] = {label: [] for label, _, _ in VARIANTS}
-    cpu: dict[str, list[float]] = {label: [] for label, _, _ in VARIANTS}
+    wall: dict[str, list[float]] = {label: [] for label, _, _ in variants}
+    cpu: dict[str, list[float]] = {label: [] for label, _, _ in variants}
     for r in range(repeats):
-        for label, name, extra in VARIANTS:
+        for label, name, extra in variants:
             w, c = time_one(name, extra, args.game, steps, hp, policy_kwargs)
             wall[label].append(w)
             cpu[label].append(c)
-            print(f"  repeat {r + 1}: {label:<22} wall {w:7.2f} s  cpu {c:7.2f} s", file=sys.stderr, flush=True)
+            print(f"  repeat {r + 1}: {label:<24} wall {w:7.2f} s  cpu {c:7.2f} s", file=sys.stderr, flush=True)
     base_wall = statistics.median(wall["DQN (SB3)"])
     base_cpu = statistics.median(cpu["DQN (SB3)"])
     # CPU time is the fairer figure on a shared machine (one torch thread: CPU time ~ work done);
     # wall time is what a user waits for on a quiet one. The targets are checked on wall time.
-    print(f"{'variant':<22} {'wall s':>8} {'steps/s':>8} {'ratio':>6} {'cpu s':>8} {'ratio':>6}  target (wall)")
+    print(f"{'variant':<24} {'wall s':>8} {'steps/s':>8} {'ratio':>6} {'cpu s':>8} {'ratio':>6}  target (wall)")
     failed = []
-    for label, name, _ in VARIANTS:
+    for label, name, _ in variants:
         w, c = statistics.median(wall[label]), statistics.median(cpu[label])
         ratio = w / base_wall
         target = TARGETS.get(label)
         verdict = "" if target is None else (f"<= {target}x ok" if ratio <= target else f"<= {target}x MISSED")
         if target is not None and ratio > target:
             failed.append(label)
-        print(f"{label:<22} {w:8.2f} {steps / w:8.0f} {ratio:6.2f} {c:8.2f} {c / base_cpu:6.2f}  {verdict}")
+        print(f"{label:<24} {w:8.2f} {steps / w:8.0f} {ratio:6.2f} {c:8.2f} {c / base_cpu:6.2f}  {verdict}")
     if failed:
         print(f"targets missed: {', '.join(failed)} (rerun on a quiet machine before concluding)")
     return 0

@@ -19,6 +19,7 @@ from rlaudit.testing import Subject, check_algorithm, make_subject, parametrize_
 BUILTINS = [
     "PPO", "A2C", "DQN", "SAC", "TD3", "DDPG", "TRPO", "TQC", "ARS", "CrossQ",
     "DQNFamily", "DoubleDQN", "DuelingDQN", "PrioritizedDQN", "QRDQN",
+    "C51", "IQN", "NoisyDQN", "Rainbow", "DopamineRainbow",
 ]
 
 # Tiny settings so that each conformance check trains in well under a second or two.
@@ -35,6 +36,11 @@ CONFORMANCE = {
     "DuelingDQN": (_OFF, _SMALL),
     "PrioritizedDQN": (_OFF, _SMALL),
     "QRDQN": ({**_OFF, "n_quantiles": 10}, _SMALL),
+    "C51": (_OFF, _SMALL),
+    "IQN": ({**_OFF, "n_tau": 8, "n_tau_target": 8, "n_tau_act": 4}, _SMALL),
+    "NoisyDQN": (_OFF, _SMALL),
+    "Rainbow": (_OFF, _SMALL),
+    "DopamineRainbow": (_OFF, _SMALL),
     "SAC": (_OFF, _SMALL),
     "TD3": (_OFF, _SMALL),
     "DDPG": (_OFF, _SMALL),
@@ -224,9 +230,11 @@ def test_default_policy_is_cnn_for_images():
     from stable_baselines3 import DQN
 
     image = gym.spaces.Box(0, 255, (84, 84, 4), dtype=np.uint8)
-    flat = gym.spaces.Box(0.0, 1.0, (10, 10, 4), dtype=np.float32)  # MinAtar after the float cast
+    flat = gym.spaces.Box(0.0, 1.0, (10, 10, 4), dtype=np.float32)
+    minatar = gym.spaces.Box(0, 1, (10, 10, 4), dtype=np.uint8)  # rlaudit's MinAtar observation: not an image
     assert _default_policy(DQN, image) == "CnnPolicy"
     assert _default_policy(DQN, flat) == "MlpPolicy"
+    assert _default_policy(DQN, minatar) == "MlpPolicy"
 
 
 # --- the learner protocol -----------------------------------------------------------------------------------

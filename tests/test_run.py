@@ -126,7 +126,9 @@ def test_environment_suites_build():
     assert atari.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
     minatar = make_env(TaskSpec("MinAtar/Breakout-v1", "minatar"), seed=0)
     obs, _ = minatar.reset(seed=1)
-    assert obs.dtype == np.float32 and obs.shape == (10, 10, 4)
+    # Bool -> uint8 0/1 (a quarter of float32's replay memory); SB3 casts it to float, never scales it.
+    assert obs.dtype == np.uint8 and obs.shape == (10, 10, 4) and set(np.unique(obs)) <= {0, 1}
+    assert minatar.observation_space.dtype == np.uint8 and minatar.observation_space.high.max() == 1
     limited = make_env(TaskSpec("CartPole-v1", max_episode_steps=7), seed=0)
     limited.reset(seed=0)
     n = 0
@@ -379,3 +381,26 @@ def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
     assert any(s == "done" for s in st.values())
     assert all(not evals[r] for r, s in st.items() if s != "done")
     assert all(evals[r] for r, s in st.items() if s == "done")
+
+
+def test_minatar_uint8_observations_train_exactly_as_float32():
+    """Storing MinAtar's 0/1 observations as uint8 changes memory and speed, not a single number."""
+    import gymnasium
+    import torch as th
+
+    from rlaudit.algorithms import make_agent
+    from rlaudit.run.spec import TaskSpec
+
+    uint8_env = make_env(TaskSpec("MinAtar/Breakout-v1", "minatar"), seed=0)
+    base = gymnasium.make("MinAtar/Breakout-v1")
+    float_env = gymnasium.wrappers.TransformObservation(
+        base, lambda o: o.astype(np.float32), gymnasium.spaces.Box(0.0, 1.0, base.observation_space.shape, np.float32))
+    float_env.action_space.seed(0)
+    hp = {"learning_starts": 100, "buffer_size": 1_000, "batch_size": 16, "train_freq": 1}
+    params = []
+    for env in (uint8_env, float_env):
+        agent = make_agent("DQN", env, hp, seed=3, policy_kwargs={"net_arch": [32]})
+        agent.train(400)
+        params.append([p.detach().clone() for p in agent.model.policy.parameters()])
+    assert agent.model.replay_buffer.observations.dtype == np.float32
+    assert all(th.equal(a, b) for a, b in zip(*params))

@@ -25,6 +25,7 @@ batch (``O(batch * log capacity)`` numpy work per sample and per priority update
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,6 +38,16 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 from torch import nn
 from torch.nn import functional as F
+
+from rlaudit.algorithms.dqn_components import (
+    DISTRIBUTIONAL,
+    ComponentQNetwork,
+    categorical_loss,
+    categorical_projection,
+    midpoint_taus,
+    quantile_huber_loss,
+)
+from rlaudit.errors import did_you_mean
 
 # --- the defining mathematics ------------------------------------------------------------------------
 
@@ -285,21 +296,42 @@ class DuelingQNetwork(QNetwork):
 
 
 class FamilyPolicy(DQNPolicy):
-    """SB3's DQN policy with an optional dueling Q-network (``dueling``, ``stream_arch`` policy kwargs)."""
+    """SB3's DQN policy with the family's Q-networks.
 
-    def __init__(self, *args: Any, dueling: bool = False, stream_arch: list[int] | None = None, **kwargs: Any):
+    Policy kwargs: ``dueling`` and ``stream_arch`` (:class:`DuelingQNetwork`); ``components``, a dict of
+    :class:`~rlaudit.algorithms.dqn_components.ComponentQNetwork` arguments (distributional head, noisy
+    layers), which :class:`DQNFamily` fills from its hyperparameters. Without components the Q-network is
+    SB3's (or the dueling one), so the plain variants stay bit-for-bit those of issue 6.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        dueling: bool = False,
+        stream_arch: list[int] | None = None,
+        components: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ):
         self.dueling = bool(dueling)
         self.stream_arch = list(stream_arch or [])
+        self.components = dict(components or {})
         super().__init__(*args, **kwargs)
 
     def make_q_net(self) -> QNetwork:
-        if not self.dueling:
+        if not self.dueling and not self.components:
             return super().make_q_net()
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
+        if self.components:
+            return ComponentQNetwork(
+                **net_args, dueling=self.dueling, stream_arch=self.stream_arch, **self.components
+            ).to(self.device)
         return DuelingQNetwork(**net_args, stream_arch=self.stream_arch).to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "dueling": self.dueling, "stream_arch": self.stream_arch}
+        return {
+            **super()._get_constructor_parameters(),
+            "dueling": self.dueling, "stream_arch": self.stream_arch, "components": self.components,
+        }
 
 
 class FamilyCnnPolicy(FamilyPolicy):
@@ -313,21 +345,46 @@ class FamilyCnnPolicy(FamilyPolicy):
 
 
 class DQNFamily(DQN):
-    """SB3's DQN with composable Double-Q, dueling, proportional prioritized replay and n-step returns.
+    """SB3's DQN with composable Double-Q, dueling, prioritized replay, n-step, distributional and noisy parts.
 
     Every argument of :class:`stable_baselines3.DQN` is accepted (``n_steps`` gives n-step returns, also
     with prioritized replay). With all components off the update is SB3's DQN update, bit for bit.
 
     Args:
-        double: use the double-Q target (online network selects, target network evaluates).
+        double: use the double-Q target (online network selects, target network evaluates); with a
+            distributional head the online network's mean picks the next action.
         dueling: use a dueling Q-network (value and mean-subtracted advantage streams).
-        prioritized: use proportional prioritized replay with importance-sampling weights on the Huber
-            loss and priorities ``|δ| + per_eps`` from the new TD errors. Schaul et al. also divide the
-            learning rate by 4; set ``learning_rate`` yourself if you want that.
+        prioritized: use proportional prioritized replay with importance-sampling weights on the loss and
+            priorities ``|δ| + per_eps`` from the new TD errors (with a distributional head: from the
+            per-sample loss, as Rainbow). Schaul et al. also divide the learning rate by 4; set
+            ``learning_rate`` yourself if you want that.
         per_alpha: prioritisation exponent α >= 0.
         per_beta: initial importance-sampling exponent β in [0, 1], annealed linearly to 1 over the
             ``total_timesteps`` of the ``learn`` call.
         per_eps: ε > 0 added to ``|δ|``.
+        distributional: ``"none"`` (expected Q-values, Huber loss), ``"c51"`` (categorical over
+            ``n_atoms`` atoms on ``[v_min, v_max]``, cross-entropy to the projected target; Bellemare et al.
+            2017), ``"qr"`` (``n_quantiles`` fixed quantiles; Dabney et al. 2018a) or ``"iqn"`` (implicit
+            quantiles; Dabney et al. 2018b). Actions are greedy with respect to the distribution's mean.
+        n_atoms: C51 atoms (51 in the paper), >= 2.
+        v_min: lower end of the C51 support.
+        v_max: upper end of the C51 support, > ``v_min``.
+        n_quantiles: QR quantiles (200 in the paper).
+        n_tau: IQN quantile samples ``N`` for the online network in the loss (64 in the paper).
+        n_tau_target: IQN samples ``N'`` for the target network (64).
+        n_tau_act: IQN samples ``K`` averaged for the greedy action (32); evaluation uses ``K`` evenly
+            spaced levels instead of draws, so it is deterministic.
+        n_cos: IQN cosine features (64).
+        iqn_post_layers: hidden layers (of ``net_arch``) after the IQN merge, which run once per sampled
+            τ. 1 is the paper's layout (merge before the last hidden layer); 0 merges after the last
+            hidden layer, so that only the linear head runs per τ (much cheaper with wide MLPs).
+        kappa: Huber threshold κ > 0 of the quantile loss (QR, IQN).
+        noisy: factorised-Gaussian noisy linear layers (Fortunato et al. 2018). Noise is drawn anew for
+            every environment step while acting and for every gradient step (online and target network
+            independently); evaluation uses the mean weights. Set ε-greedy off yourself
+            (``exploration_initial_eps = exploration_final_eps = 0``); the registered ``NoisyDQN`` and
+            ``Rainbow`` do.
+        noisy_sigma0: initial noise scale σ0 (0.5).
     """
 
     policy_aliases = {"MlpPolicy": FamilyPolicy, "CnnPolicy": FamilyCnnPolicy}  # noqa: RUF012
@@ -342,31 +399,85 @@ class DQNFamily(DQN):
         per_alpha: float = 0.6,
         per_beta: float = 0.4,
         per_eps: float = 1e-6,
+        distributional: str = "none",
+        n_atoms: int = 51,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+        n_quantiles: int = 200,
+        n_tau: int = 64,
+        n_tau_target: int = 64,
+        n_tau_act: int = 32,
+        n_cos: int = 64,
+        iqn_post_layers: int = 1,
+        kappa: float = 1.0,
+        noisy: bool = False,
+        noisy_sigma0: float = 0.5,
         **kwargs: Any,
     ) -> None:
-        self.validate_hyperparams(dict(per_alpha=per_alpha, per_beta=per_beta, per_eps=per_eps, **kwargs))
+        components = dict(
+            distributional=distributional, n_atoms=n_atoms, v_min=v_min, v_max=v_max, n_quantiles=n_quantiles,
+            n_tau=n_tau, n_tau_target=n_tau_target, n_tau_act=n_tau_act, n_cos=n_cos, iqn_post_layers=iqn_post_layers, kappa=kappa,
+            noisy=noisy, noisy_sigma0=noisy_sigma0,
+        )
+        self.validate_hyperparams(dict(per_alpha=per_alpha, per_beta=per_beta, per_eps=per_eps, **components, **kwargs))
         self.double = bool(double)
         self.dueling = bool(dueling)
         self.prioritized = bool(prioritized)
         self.per_alpha = float(per_alpha)
         self.per_beta = float(per_beta)
         self.per_eps = float(per_eps)
+        self.distributional = distributional
+        self.n_atoms, self.v_min, self.v_max, self.n_quantiles = int(n_atoms), float(v_min), float(v_max), int(n_quantiles)
+        self.n_tau, self.n_tau_target, self.n_tau_act, self.n_cos = int(n_tau), int(n_tau_target), int(n_tau_act), int(n_cos)
+        self.iqn_post_layers = int(iqn_post_layers)
+        self.kappa = float(kappa)
+        self.noisy, self.noisy_sigma0 = bool(noisy), float(noisy_sigma0)
         policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
-        if dueling:
+        if dueling or self.uses_components:
             if not isinstance(policy, str) and not issubclass(policy, FamilyPolicy):
-                raise ValueError("dueling=True needs policy 'MlpPolicy' or 'CnnPolicy' (rlaudit's FamilyPolicy)")
+                raise ValueError(
+                    "dueling, distributional and noisy need policy 'MlpPolicy' or 'CnnPolicy' (rlaudit's FamilyPolicy)"
+                )
+        if dueling:
             policy_kwargs["dueling"] = True
+        if self.uses_components:
+            policy_kwargs["components"] = dict(
+                distributional=self.distributional, n_atoms=self.n_atoms, v_min=self.v_min, v_max=self.v_max,
+                n_quantiles=self.n_quantiles, n_cos=self.n_cos, n_tau_act=self.n_tau_act,
+                iqn_post_layers=self.iqn_post_layers,
+                noisy=self.noisy, noisy_sigma0=self.noisy_sigma0,
+            )
         if prioritized and kwargs.get("replay_buffer_class") is not None:
             raise ValueError("prioritized=True brings its own replay buffer; do not set replay_buffer_class")
         super().__init__(policy, env, policy_kwargs=policy_kwargs or None, **kwargs)
 
+    @property
+    def uses_components(self) -> bool:
+        """Whether the Q-network is a :class:`ComponentQNetwork` (distributional head or noisy layers)."""
+        return self.distributional != "none" or self.noisy
+
     @staticmethod
     def validate_hyperparams(hp: dict[str, Any]) -> None:
-        """Raise ``ValueError`` for invalid prioritized-replay or n-step settings in ``hp``."""
+        """Raise ``ValueError`` for invalid prioritized-replay, n-step, distributional or noisy settings."""
         check_per_params(hp.get("per_alpha", 0.6), hp.get("per_beta", 0.4), hp.get("per_eps", 1e-6))
-        n_steps = hp.get("n_steps", 1)
-        if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps < 1:
-            raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+        counts = {"iqn_post_layers": 0, "n_steps": 1, "n_atoms": 2, "n_quantiles": 1, "n_tau": 1, "n_tau_target": 1, "n_tau_act": 1, "n_cos": 1}
+        for name, least in counts.items():
+            value = hp.get(name, least)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        distributional = hp.get("distributional", "none")
+        if distributional not in DISTRIBUTIONAL:
+            raise ValueError(
+                f"distributional must be one of {', '.join(map(repr, DISTRIBUTIONAL))}, got {distributional!r}"
+                f"{did_you_mean(str(distributional), DISTRIBUTIONAL)}"
+            )
+        v_min, v_max = hp.get("v_min", -10.0), hp.get("v_max", 10.0)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (v_min, v_max)) or not v_min < v_max:
+            raise ValueError(f"v_min < v_max must be finite numbers, got v_min={v_min!r}, v_max={v_max!r}")
+        for name in ("kappa", "noisy_sigma0"):
+            value = hp.get(name, 1.0)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"{name} must be a number > 0, got {value!r}")
 
     def _setup_model(self) -> None:
         if self.prioritized:
@@ -390,48 +501,116 @@ class DQNFamily(DQN):
         """β at the current point of training (annealed from ``per_beta`` to 1)."""
         return annealed_beta(self.per_beta, 1.0 - self._current_progress_remaining)
 
+    def _sample_action(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.noisy:
+            return super()._sample_action(*args, **kwargs)
+        # Fortunato et al., Algorithm 1: fresh noise for every action taken while training.
+        self.q_net.reset_noise()
+        self.q_net.set_stochastic(True)
+        try:
+            return super()._sample_action(*args, **kwargs)
+        finally:
+            self.q_net.set_stochastic(False)
+
+    def _distributional_loss(self, replay_data: ReplayBufferSamples, discounts: th.Tensor | float) -> th.Tensor:
+        """Per-sample loss of the distributional head, shape ``(batch,)``."""
+        batch = replay_data.rewards.shape[0]
+        rows = th.arange(batch, device=self.device)
+        actions = replay_data.actions.long().reshape(-1)
+        online, target_net = self.q_net, self.q_net_target
+        with th.no_grad():
+            if self.distributional == "iqn":
+                taus = th.rand(batch, self.n_tau_target + self.n_tau_act, device=self.device)
+                if self.double:
+                    next_out = target_net.distribution(replay_data.next_observations, taus[:, : self.n_tau_target])
+                    next_q = online.q_values(online.distribution(replay_data.next_observations, taus[:, self.n_tau_target :]))
+                else:
+                    # One pass of the target network gives both the N' target samples and the K for the argmax.
+                    out = target_net.distribution(replay_data.next_observations, taus)
+                    next_out, next_q = out[:, :, : self.n_tau_target], out[:, :, self.n_tau_target :].mean(dim=2)
+            else:
+                next_out = target_net.distribution(replay_data.next_observations)
+                next_q = online(replay_data.next_observations) if self.double else target_net.q_values(next_out)
+            best = next_q.argmax(dim=1)
+            if self.distributional == "c51":
+                next_probs = F.softmax(next_out[rows, best], dim=1)
+                target = categorical_projection(next_probs, replay_data.rewards, replay_data.dones, discounts, online.support)
+            else:
+                target = replay_data.rewards + (1 - replay_data.dones) * discounts * next_out[rows, best]
+        if self.distributional == "c51":
+            return categorical_loss(online.distribution(replay_data.observations)[rows, actions], target)
+        if self.distributional == "qr":
+            taus = midpoint_taus(self.n_quantiles, 1, self.device).reshape(-1)
+            return quantile_huber_loss(online.distribution(replay_data.observations)[rows, actions], taus, target, self.kappa)
+        taus = th.rand(batch, self.n_tau, device=self.device)
+        quantiles = online.distribution(replay_data.observations, taus)[rows, actions]
+        return quantile_huber_loss(quantiles, taus, target, self.kappa)
+
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         losses = []
-        for _ in range(gradient_steps):
-            if self.prioritized:
-                batch = self.replay_buffer.sample_prioritized(batch_size, self.current_beta(), env=self._vec_normalize_env)
-                replay_data = batch.samples
-            else:
-                replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
-
-            with th.no_grad():
-                next_q_target = self.q_net_target(replay_data.next_observations)
-                next_q_online = self.q_net(replay_data.next_observations) if self.double else None
-                target_q_values = q_learning_target(
-                    replay_data.rewards, replay_data.dones, discounts, next_q_target, next_q_online
-                )
-
-            current_q_values = self.q_net(replay_data.observations)
-            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
-
-            if self.prioritized:
-                weights = th.as_tensor(batch.weights, dtype=current_q_values.dtype, device=self.device)
-                elementwise = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none")
-                loss = (weights.reshape(-1, 1) * elementwise).mean()
-                td_errors = (current_q_values - target_q_values).detach().cpu().numpy().ravel()
-                self.replay_buffer.update_priorities(batch.indices, td_errors)
-            else:
-                loss = F.smooth_l1_loss(current_q_values, target_q_values)
-            losses.append(loss.item())
-
-            self.policy.optimizer.zero_grad()
-            loss.backward()
-            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-            self.policy.optimizer.step()
+        if self.uses_components:
+            self.q_net.set_stochastic(True)
+            self.q_net_target.set_stochastic(True)
+        try:
+            for _ in range(gradient_steps):
+                if self.noisy:
+                    # Fortunato et al.: independent noise for the online and the target network at every update.
+                    self.q_net.reset_noise()
+                    self.q_net_target.reset_noise()
+                losses.append(self._gradient_step(batch_size))
+        finally:
+            if self.uses_components:
+                self.q_net.set_stochastic(False)
+                self.q_net_target.set_stochastic(False)
 
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/loss", np.mean(losses))
         if self.prioritized:
             self.logger.record("train/per_beta", self.current_beta())
+
+    def _gradient_step(self, batch_size: int) -> float:
+        """One sampled batch, one optimiser step; returns the loss."""
+        if self.prioritized:
+            batch = self.replay_buffer.sample_prioritized(batch_size, self.current_beta(), env=self._vec_normalize_env)
+            replay_data = batch.samples
+        else:
+            replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+        discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+        if self.distributional != "none":
+            elementwise = self._distributional_loss(replay_data, discounts)
+            # Rainbow: the per-sample loss (KL / quantile loss) is the priority, not a TD error.
+            priorities = elementwise
+        else:
+            with th.no_grad():
+                next_q_target = self.q_net_target(replay_data.next_observations)
+                next_q_online = self.q_net(replay_data.next_observations) if self.double else None
+                target_q_values = q_learning_target(
+                    replay_data.rewards, replay_data.dones, discounts, next_q_target, next_q_online
+                )
+            current_q_values = self.q_net(replay_data.observations)
+            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
+            if self.prioritized:
+                elementwise = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none").reshape(-1)
+                priorities = current_q_values - target_q_values
+
+        if self.prioritized:
+            weights = th.as_tensor(batch.weights, dtype=elementwise.dtype, device=self.device)
+            loss = (weights * elementwise).mean()
+            self.replay_buffer.update_priorities(batch.indices, priorities.detach().cpu().numpy().ravel())
+        elif self.distributional != "none":
+            loss = elementwise.mean()
+        else:
+            loss = F.smooth_l1_loss(current_q_values, target_q_values)
+
+        self.policy.optimizer.zero_grad()
+        loss.backward()
+        th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+        self.policy.optimizer.step()
+        return loss.item()
 
 
 class QRDQN(sb3_contrib.QRDQN):

@@ -397,6 +397,45 @@ _BUILTINS: list[tuple[str, str, tuple[str, ...], dict[str, Any], str]] = [
         {},
         "Quantile-regression DQN (Dabney et al. 2018; sb3-contrib), n_quantiles as a hyperparameter",
     ),
+    (
+        "C51",
+        "rlaudit.algorithms.dqn_family:DQNFamily",
+        _DISCRETE,
+        {"distributional": "c51"},
+        "Categorical DQN, 51 atoms on [v_min, v_max] (Bellemare et al. 2017; rlaudit)",
+    ),
+    (
+        "IQN",
+        "rlaudit.algorithms.dqn_family:DQNFamily",
+        _DISCRETE,
+        {"distributional": "iqn"},
+        "Implicit quantile networks, N = N' = 64, K = 32 (Dabney et al. 2018; rlaudit)",
+    ),
+    (
+        "NoisyDQN",
+        "rlaudit.algorithms.dqn_family:DQNFamily",
+        _DISCRETE,
+        {"noisy": True, "exploration_initial_eps": 0.0, "exploration_final_eps": 0.0},
+        "DQN with factorised-Gaussian noisy layers instead of epsilon-greedy (Fortunato et al. 2018; rlaudit)",
+    ),
+    (
+        "Rainbow",
+        "rlaudit.algorithms.dqn_family:DQNFamily",
+        _DISCRETE,
+        {
+            "distributional": "c51", "n_steps": 3, "prioritized": True, "per_alpha": 0.5, "per_beta": 0.4,
+            "dueling": True, "double": True, "noisy": True,
+            "exploration_initial_eps": 0.0, "exploration_final_eps": 0.0,
+        },
+        "Rainbow: C51 + 3-step + PER + dueling + double + noisy (Hessel et al. 2018; rlaudit)",
+    ),
+    (
+        "DopamineRainbow",
+        "rlaudit.algorithms.dqn_family:DQNFamily",
+        _DISCRETE,
+        {"distributional": "c51", "n_steps": 3, "prioritized": True, "per_alpha": 0.5, "per_beta": 0.5},
+        "Dopamine's Rainbow: C51 + 3-step + PER, epsilon-greedy (Castro et al. 2018; rlaudit)",
+    ),
 ]
 
 

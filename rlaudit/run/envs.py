@@ -8,8 +8,10 @@ Suites:
   episodes end on life loss and rewards are clipped to their sign; *evaluation* episodes are full games
   with raw rewards. ``kwargs`` may set ``repeat_action_probability``, ``full_action_space``, ``noop_max``,
   ``frame_skip``, ``screen_size``, ``terminal_on_life_loss``, ``clip_reward``.
-- ``minatar``: MinAtar's gymnasium ids (``MinAtar/Breakout-v1``) with the boolean observation cast to
-  float32.
+- ``minatar``: MinAtar's gymnasium ids (``MinAtar/Breakout-v1``) with the boolean observation as uint8
+  0/1 in a ``Box(0, 1)``: stable-baselines3 stores it as such in the replay buffer (a quarter of float32's
+  memory and copying) and casts it to float in the policy's preprocessing, giving the same numbers as a
+  float32 observation (the high of 1, not 255, keeps it from being taken for an image and scaled).
 
 ``max_episode_steps`` counts agent steps (after frame skip on Atari: 27 000 = the usual 108 000 frames).
 """
@@ -101,7 +103,7 @@ def make_env(task: TaskSpec, seed: int, evaluation: bool = False) -> gymnasium.E
     if task.suite == "atari":
         env = _make_atari(task.id, kwargs, evaluation, task.max_episode_steps)
     elif task.suite == "minatar":
-        env = _BoolToFloat(gymnasium.make(task.id, **limit, **kwargs))
+        env = _BoolToUint8(gymnasium.make(task.id, **limit, **kwargs))
     else:
         env = gymnasium.make(task.id, **limit, **kwargs)
     env.action_space.seed(seed)
@@ -125,15 +127,15 @@ def _make_atari(env_id: str, kwargs: dict, evaluation: bool, max_episode_steps: 
     return _FrameStackLast(env, opts["frame_stack"])
 
 
-class _BoolToFloat(gymnasium.ObservationWrapper):
-    """MinAtar observations are bool; networks want float32."""
+class _BoolToUint8(gymnasium.ObservationWrapper):
+    """MinAtar observations are bool; stable-baselines3 wants a numeric ``Box`` (uint8 0/1 here)."""
 
     def __init__(self, env: gymnasium.Env):
         super().__init__(env)
-        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+        self.observation_space = gymnasium.spaces.Box(0, 1, env.observation_space.shape, np.uint8)
 
     def observation(self, obs):
-        return np.asarray(obs, dtype=np.float32)
+        return obs.view(np.uint8) if obs.dtype == np.bool_ else np.asarray(obs, dtype=np.uint8)
 
 
 class _FrameStackLast(gymnasium.Wrapper):
