@@ -404,3 +404,33 @@ def test_minatar_uint8_observations_train_exactly_as_float32():
         params.append([p.detach().clone() for p in agent.model.policy.parameters()])
     assert agent.model.replay_buffer.observations.dtype == np.float32
     assert all(th.equal(a, b) for a, b in zip(*params))
+
+
+def test_batched_evaluation_equals_one_episode_at_a_time():
+    """Episodes played side by side (one batched predict per step) give the numbers of sequential play,
+    ε-greedy coins included: each episode draws from its own streams."""
+    from rlaudit.algorithms import make_agent
+    from rlaudit.run.runner import can_batch
+    from rlaudit.run.spec import TaskSpec
+
+    task = TaskSpec("MinAtar/Breakout-v1", "minatar")
+    agent = make_agent("DQN", make_env(task, 0), {"learning_starts": 100, "buffer_size": 1_000}, seed=0,
+                       policy_kwargs={"net_arch": [32]})
+    agent.train(300)
+    calls = []
+    predict = agent.predict
+
+    def counting(obs, deterministic=True):
+        calls.append(np.shape(obs))
+        return predict(obs, deterministic)
+
+    agent.predict = counting
+    ev = EvalSpec(n_eval_episodes=5, deterministic=True, epsilon=0.2, eval_seed=77)
+    assert can_batch(agent, ev)
+    one = evaluate(agent, make_env(task, 77, evaluation=True), ev, steps=300)
+    n_sequential = len(calls)
+    calls.clear()
+    batched = evaluate(agent, [make_env(task, 77, evaluation=True) for _ in range(3)], ev, steps=300)
+    assert batched == one
+    assert len(calls) < n_sequential and max(c[0] for c in calls) == 3  # really side by side, 3 at a time
+    assert evaluate(agent, make_env(task, 77, evaluation=True), ev, steps=600) != one  # draws depend on steps

@@ -6,9 +6,11 @@ of a run of that length) and is evaluated from inside training, by a callback, w
 smaller budget and every ``eval_every`` steps. The evaluation at the largest budget is made after
 ``learn`` returns, so it is exactly what a plain "learn, then evaluate" script measures.
 
-Evaluations never disturb training: they use a separate environment and run inside a saved-and-restored
+Evaluations never disturb training: they use separate environments and run inside a saved-and-restored
 torch / NumPy / ``random`` state, so a run evaluated at three budgets trains exactly as a run evaluated
-only at the end (tested).
+only at the end (tested). Deterministic evaluations of stable-baselines3 agents play up to
+:data:`MAX_EVAL_ENVS` episodes side by side, one batched ``predict`` per step; every episode draws from
+its own seeded streams, so this gives the numbers of playing them one by one (tested).
 """
 
 from __future__ import annotations
@@ -57,16 +59,19 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
 
     t0 = time.perf_counter()
     env = make_env(spec.task, spec.seed)
-    eval_env = make_env(spec.task, spec.eval.eval_seed, evaluation=True)
+    eval_envs: list = []
     try:
         agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
                            policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
+        skip_redundant_mode_switches(agent)
+        eval_envs += make_eval_envs(spec.task, spec.eval.eval_seed, spec.eval.n_eval_episodes,
+                                    can_batch(agent, spec.eval))
         total = spec.total_steps
         pending = [p for p in spec.eval_points() if p < total]  # the last one is made after training
         state = {"steps": 0, "next_report": time.monotonic() + PROGRESS_INTERVAL_S}
 
         def evaluate_at(steps: int) -> None:
-            returns, lengths = evaluate(agent, eval_env, spec.eval, steps)
+            returns, lengths = evaluate(agent, eval_envs, spec.eval, steps)
             if not all(math.isfinite(r) for r in returns):
                 raise FloatingPointError(f"evaluation at {steps} env steps gave a non-finite return "
                                          f"({returns}); the run diverged")
@@ -89,7 +94,35 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
         return RunResult(spec.run_id, steps, time.perf_counter() - t0)
     finally:
         env.close()
-        eval_env.close()
+        for e in eval_envs:
+            e.close()
+
+
+def skip_redundant_mode_switches(agent) -> None:
+    """Make an SB3 policy's ``set_training_mode`` a no-op when the mode does not change.
+
+    stable-baselines3 calls it before every action (``predict``) and every update, and each call walks
+    all submodules (``nn.Module.train``): ~20 µs, a few per cent of a MinAtar DQN step. In the DQN family
+    (SB3's DQN and subclasses, sb3-contrib's QR-DQN) only this method switches the policy's modes, so
+    remembering the last one changes no number (tested). Other algorithms are left alone: CrossQ, for one,
+    switches its batch-norm layers by other means.
+    """
+    from sb3_contrib import QRDQN
+    from stable_baselines3 import DQN
+
+    model = getattr(agent, "model", None)
+    if getattr(agent, "kind", None) != "sb3" or not isinstance(model, (DQN, QRDQN)):
+        return
+    policy = model.policy
+    real = policy.set_training_mode
+    last: list[bool | None] = [None]
+
+    def set_training_mode(mode: bool) -> None:
+        if last[0] is not mode:
+            real(mode)
+            last[0] = mode
+
+    policy.set_training_mode = set_training_mode
 
 
 def episode_seed(eval_seed: int, episode: int) -> int:
@@ -101,20 +134,49 @@ def _derived_seed(*entropy: int) -> int:
     return int(np.random.SeedSequence(list(entropy)).generate_state(1)[0])
 
 
+MAX_EVAL_ENVS = 16
+"""At most this many evaluation episodes are played side by side (one batched ``predict`` per step)."""
+
+
+def make_eval_envs(task, eval_seed: int, n_eval_episodes: int, batched: bool) -> list:
+    """The evaluation environments of a run: one, or up to :data:`MAX_EVAL_ENVS` when ``batched``."""
+    n = min(n_eval_episodes, MAX_EVAL_ENVS) if batched else 1
+    return [make_env(task, eval_seed, evaluation=True) for _ in range(max(n, 1))]
+
+
+def can_batch(agent, ev: EvalSpec) -> bool:
+    """Whether evaluation episodes may be played side by side for ``agent``.
+
+    Only stable-baselines3 agents (whose ``predict`` takes a batch) evaluated deterministically: a greedy
+    action depends on its own observation only, so an episode's numbers do not depend on which other
+    episodes share its batch. A stochastic policy would draw its actions from one shared torch stream.
+    """
+    return ev.deterministic and getattr(agent, "kind", None) == "sb3" and ev.n_eval_episodes > 1
+
+
 def evaluate(agent, env, ev: EvalSpec, steps: int = 0) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    """Play ``ev.n_eval_episodes`` episodes on ``env`` without touching the training random state.
+    """Play ``ev.n_eval_episodes`` episodes without touching the training random state.
+
+    Episode ``i`` is reset with :func:`episode_seed` and draws its ε-greedy coins and random actions from
+    its own streams seeded by ``(eval_seed, steps, i)``, so its numbers do not depend on the other
+    episodes: playing ``k`` of them side by side (one batched ``predict`` per step, when ``env`` is a
+    list of ``k`` environments and :func:`can_batch` allows it) gives the same returns as playing them one
+    after another.
 
     Args:
         agent: an object with ``predict(obs, deterministic) -> action``.
-        env: the evaluation environment (a gymnasium env).
+        env: the evaluation environment (a gymnasium env), or a list of them to play episodes side by side.
         ev: evaluation settings.
-        steps: training steps so far (only seeds stochastic evaluation; episodes are seeded by index).
+        steps: training steps so far (seeds the ε-greedy and stochastic-policy draws; episodes are seeded
+            by index).
 
     Returns:
         ``(returns, lengths)``, each of shape ``(n_eval_episodes,)``.
     """
     import torch
 
+    envs = list(env) if isinstance(env, (list, tuple)) else [env]
+    width = len(envs) if can_batch(agent, ev) else 1
     returns: list[float] = []
     lengths: list[int] = []
     np_state, py_state = np.random.get_state(), random.getstate()
@@ -122,23 +184,44 @@ def evaluate(agent, env, ev: EvalSpec, steps: int = 0) -> tuple[tuple[float, ...
         with torch.random.fork_rng(devices=[]):
             # Stochastic evaluation draws depend on (eval seed, steps) only, never on earlier evaluations.
             torch.manual_seed(_derived_seed(ev.eval_seed, 1, steps))
-            rng = np.random.default_rng([ev.eval_seed, 2, steps])
-            env.action_space.seed(_derived_seed(ev.eval_seed, 3, steps))
-            for i in range(ev.n_eval_episodes):
-                obs, _ = env.reset(seed=episode_seed(ev.eval_seed, i))
-                total, length, done = 0.0, 0, False
-                while not done:
-                    if ev.epsilon > 0 and rng.random() < ev.epsilon:
-                        action = env.action_space.sample()
-                    else:
-                        action = agent.predict(obs, deterministic=ev.deterministic)
-                    obs, reward, terminated, truncated, _ = env.step(action)
-                    total += float(reward)
-                    length += 1
-                    done = terminated or truncated
-                returns.append(total)
-                lengths.append(length)
+            for first in range(0, ev.n_eval_episodes, width):
+                episodes = range(first, min(first + width, ev.n_eval_episodes))
+                r, n = _play(agent, envs, ev, steps, episodes, batched=width > 1)
+                returns += r
+                lengths += n
     finally:
         np.random.set_state(np_state)
         random.setstate(py_state)
     return tuple(returns), tuple(lengths)
+
+
+def _play(agent, envs: list, ev: EvalSpec, steps: int, episodes: range,
+          batched: bool) -> tuple[list[float], list[int]]:
+    """Play ``episodes`` side by side on ``envs[0], envs[1], ...``; their returns and lengths, in order."""
+    n = len(episodes)
+    rngs, obs = [], []
+    for j, i in enumerate(episodes):
+        rngs.append(np.random.default_rng([ev.eval_seed, 2, steps, i]))
+        envs[j].action_space.seed(_derived_seed(ev.eval_seed, 3, steps, i))
+        obs.append(envs[j].reset(seed=episode_seed(ev.eval_seed, i))[0])
+    totals, lengths = [0.0] * n, [0] * n
+    active = list(range(n))
+    while active:
+        explore = [ev.epsilon > 0 and rngs[j].random() < ev.epsilon for j in active]
+        if batched:
+            greedy = agent.predict(np.stack([obs[j] for j in active]), deterministic=True)
+        still = []
+        for k, j in enumerate(active):
+            if explore[k]:
+                action = envs[j].action_space.sample()
+            elif batched:
+                action = greedy[k]
+            else:
+                action = agent.predict(obs[j], deterministic=ev.deterministic)
+            obs[j], reward, terminated, truncated, _ = envs[j].step(action)
+            totals[j] += float(reward)
+            lengths[j] += 1
+            if not (terminated or truncated):
+                still.append(j)
+        active = still
+    return totals, lengths
