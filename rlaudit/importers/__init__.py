@@ -8,7 +8,6 @@ Each format has a module; :data:`IMPORTERS` maps the format name to its entry po
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import os
 import re
@@ -18,6 +17,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.importers._common import content_sha256
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 
@@ -144,9 +144,7 @@ def check_data_section(data: dict, where: str) -> None:
         for k in ("path", "url", "sha256"):
             if not isinstance(f.get(k), str) or not f[k]:
                 raise InputError(f"{w}: missing or empty string field {k!r}")
-        p = PurePosixPath(f["path"])
-        if p.is_absolute() or ".." in p.parts or "\\" in f["path"]:
-            raise InputError(f"{w}: 'path' must be relative without '..', got {f['path']!r}")
+        _check_file_path(f["path"], w)
         if f["path"] in seen:
             raise InputError(f"{w}: path {f['path']!r} listed twice")
         seen.add(f["path"])
@@ -157,19 +155,22 @@ def check_data_section(data: dict, where: str) -> None:
         _check_opts(f.get("options", {}), allowed, f"{w}: options", fmt)
 
 
+def _check_file_path(path: str, where: str) -> None:
+    """A ``[[data.files]] path``: a plain relative file path, so that ``cache/path`` stays in the cache."""
+    p = PurePosixPath(path)
+    if any(ord(c) < 32 or c == "\x7f" for c in path):
+        raise InputError(f"{where}: 'path' holds a control character (e.g. NUL), got {path!r}")
+    if p.is_absolute() or "\\" in path or str(p) != path or not p.parts or any(x in (".", "..") for x in path.split("/")):
+        raise InputError(f"{where}: 'path' must be a relative file path like 'dopamine/atari/pong.json.gz' "
+                         f"(no '.', '..', empty parts or trailing '/'), got {path!r}")
+
+
 def _check_opts(options, allowed: dict, where: str, fmt: str) -> None:
     if not isinstance(options, dict):
         raise InputError(f"{where} must be a table")
     for k in options:
         if k not in allowed:
             raise InputError(f"{where}: unknown option {k!r} for format {fmt!r}{did_you_mean(k, allowed)}")
-
-
-def content_sha256(path: Path) -> str:
-    """SHA-256 of a file's content, gunzipped first when the file is gzip data (how protocols state it)."""
-    from rlaudit.importers._common import read_bytes
-
-    return hashlib.sha256(read_bytes(path)).hexdigest()
 
 
 def load_data_section(data: dict, where: str, data_dir: Path | None) -> ScoreTable:

@@ -11,18 +11,40 @@ import pandas as pd
 
 from rlaudit.errors import InputError
 from rlaudit.scores import ScoreMeta, ScoreTable
-from rlaudit.store.sqlite import lock_holder, open_readonly
+from rlaudit.store.sqlite import lock_holder, open_readonly, record_checksum, schema_version
 
 EVAL_PROTOCOLS: tuple[str, ...] = ("final", "max")
 """How a run's score at a budget is read: ``final`` = the evaluation at that budget; ``max`` = the best
 evaluation up to that budget (inflates results; offered so that an audit can show by how much)."""
 
 
-def _evaluations(con) -> pd.DataFrame:
-    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns FROM evaluations e JOIN runs r USING (run_id) "
+UNVERIFIED_NOTE = ("the store was written with schema version 1, before evaluations carried checksums: its "
+                   "records cannot be verified (running 'rlaudit run' on it again adds the checksums)")
+
+
+def _evaluations(con, path: Path) -> pd.DataFrame:
+    """Evaluations of ``done`` runs, each record's checksum verified (schema 2 on).
+
+    Raises:
+        InputError: naming the first record whose content does not match its checksum.
+    """
+    checked = schema_version(con) >= 2
+    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns, e.lengths, e.wall_time"
+                       + (", e.checksum" if checked else "") + " FROM evaluations e JOIN runs r USING (run_id) "
                        "WHERE r.status = 'done' ORDER BY e.run_id, e.env_steps").fetchall()
-    return pd.DataFrame([(r[0], int(r[1]), float(np.mean(json.loads(r[2])))) for r in rows],
-                        columns=["run_id", "env_steps", "mean_return"])
+    out = []
+    for r in rows:
+        if checked and record_checksum(*r[:5]) != r[5]:
+            raise InputError(f"{path}: the evaluation of run {r[0]} at {r[1]} env steps does not match its "
+                             f"checksum: the store was changed or damaged after it was written; restore a backup "
+                             f"or rerun that run")
+        try:
+            mean = float(np.mean(json.loads(r[2])))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{path}: the evaluation of run {r[0]} at {r[1]} env steps is unreadable ({exc}); "
+                             f"the store is damaged") from None
+        out.append((r[0], int(r[1]), mean))
+    return pd.DataFrame(out, columns=["run_id", "env_steps", "mean_return"])
 
 
 def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> ScoreTable:
@@ -49,7 +71,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
         regimes = con.execute("SELECT name, budget, kind, run_regime FROM regimes ORDER BY budget").fetchall()
         runs = {r["run_id"]: r for r in con.execute(
             "SELECT run_id, task, label, seed, regime, status FROM runs")}
-        evals = _evaluations(con)
+        evals = _evaluations(con, path)
+        verified = schema_version(con) >= 2
     finally:
         con.close()
     done = [r for r in runs.values() if r["status"] == "done"]
@@ -96,6 +119,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     for label, extra in sorted(overshoot.items()):
         notes.append(f"{label} trains in whole rollouts: its evaluation at a budget came up to {extra} env steps "
                      f"after it (the steps actually trained are in the store)")
+    if not verified:
+        notes.append(UNVERIFIED_NOTE)
     missing = len(runs) - len(done)
     if missing:
         notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
