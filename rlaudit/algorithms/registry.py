@@ -29,28 +29,15 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rlaudit.algorithms.contract import ACTION_SPACES, NOT_HYPERPARAMS, algorithm_kind, constructor_params  # noqa: F401 (re-exported)
+from rlaudit.algorithms.contract import kind_of_space as _kind_of_space
 from rlaudit.errors import InputError, did_you_mean
 
 ENTRY_POINT_GROUP = "rlaudit.algorithms"
-ACTION_SPACES: tuple[str, ...] = ("discrete", "box", "multi_discrete", "multi_binary")
-"""Action-space kinds, by the name of the :mod:`gymnasium.spaces` class in snake case."""
-
 KINDS = ("sb3", "learner")
-
-# Constructor parameters that are plumbing, not hyperparameters: rlaudit supplies them (env, seed, the
-# policy keyword arguments from the protocol's own field) or they only affect logging.
-NOT_HYPERPARAMS = frozenset(
-    {"self", "env", "seed", "policy_kwargs", "verbose", "tensorboard_log", "_init_setup_model", "stats_window_size"}
-)
-
 
 class RegistryWarning(UserWarning):
     """A name registered twice, or claimed by two packages."""
-
-
-def _kind_of_space(space: Any) -> str:
-    name = type(space).__name__
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 class AlgorithmSpec:
@@ -144,8 +131,6 @@ class AlgorithmSpec:
             ) from None
         if not attr or not inspect.isclass(obj):
             raise InputError(f"{who}: entry point {self.entry_point!r} must name a class ('module:Class')")
-        from rlaudit.algorithms.adapter import algorithm_kind
-
         kind = algorithm_kind(obj, who)
         if self._action_spaces is None:
             spaces = getattr(obj, "rlaudit_action_spaces", ACTION_SPACES)
@@ -168,8 +153,6 @@ class AlgorithmSpec:
 
         Loads the class. Parameters without a default are reported as ``inspect.Parameter.empty``.
         """
-        from rlaudit.algorithms.adapter import constructor_params
-
         params = constructor_params(self.load())
         return {**params, **self.defaults}
 
@@ -183,8 +166,6 @@ class AlgorithmSpec:
         Raises:
             InputError: naming ``where``, the hyperparameter and (for typos) the closest valid names.
         """
-        from rlaudit.algorithms.adapter import constructor_params
-
         cls = self.load()
         known = constructor_params(cls)
         for name, value in hp.items():
