@@ -48,9 +48,9 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
             if node.level:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
-            found.add(base)
             for alias in node.names:
-                found.add(f"{base}.{alias.name}")  # `from pkg import module`
+                # `from pkg import module` depends on the module; `from pkg import name` on pkg itself
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -60,7 +60,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
         # `import a.b.c` depends on a.b.c (and runs a/__init__, a/b/__init__, which are parents: not edges)
         while mod and mod not in modules:
             mod = mod.rpartition(".")[0]
-        if mod and mod != name and not name.startswith(mod + "."):
+        if mod and mod != name:
             out.add(mod)
     return out
 
@@ -115,10 +115,13 @@ def test_find_cycles_sees_a_cycle():
     assert find_cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_graph_sees_function_level_imports():
+def test_graph_sees_every_kind_of_import():
     graph = import_graph()
-    # rlaudit.sources imports rlaudit.scores at module level
-    assert "rlaudit.scores" in graph["rlaudit.sources"]
+    assert "rlaudit.scores" in graph["rlaudit.sources"]  # module level
+    assert "rlaudit.store" in graph["rlaudit.sources"]  # inside a function
+    assert "rlaudit.importers" in graph["rlaudit.importers.data_section"]  # a submodule on its package
+    assert "rlaudit.report.plots" in graph["rlaudit.report.render"]  # `from package import module`
+    assert "rlaudit.report" not in graph["rlaudit.report.render"]
 
 
 def test_rlaudit_import_graph_has_no_cycle():

@@ -13,7 +13,8 @@ from rlaudit.errors import InputError
 from rlaudit.protocol import parse_protocol, plan
 from rlaudit.run.spec import EvalRecord, RunResult
 from rlaudit.scores import read_scores
-from rlaudit.store import SCHEMA_VERSION, Store, export_table, source_from_store, store_status
+from rlaudit.sources import source_from_store
+from rlaudit.store import SCHEMA_VERSION, Store, export_table, store_status
 
 TEXT = """
 schema_version = 1

@@ -114,7 +114,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     from rlaudit.protocol import parse_only
     from rlaudit.run.driver import run_plan
     from rlaudit.run.executors import default_workers, get_executor
-    from rlaudit.store import Store
+    from rlaudit.store import Store, done_run_ids
 
     p, plan_ = _load(protocol)
     store_path = _store_path(store, p)
@@ -134,7 +134,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     if dry_run:
         Store.open_for_run(store_path, p, new_store=new_store, check_only=True)
         specs = plan_.select(selection)
-        done = _done_ids(store_path) if store_path.exists() and not new_store else set()
+        done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
         todo = [s for s in specs if s.run_id not in done]
         _print_plan(plan_, todo, store_path, workers or default_workers())
         click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "
@@ -148,16 +148,6 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
         check(plan_.select(selection))
     run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
-
-
-def _done_ids(store_path: Path) -> set[str]:
-    from rlaudit.store import open_readonly
-
-    con = open_readonly(store_path)
-    try:
-        return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
-    finally:
-        con.close()
 
 
 @click.command()

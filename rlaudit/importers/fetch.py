@@ -34,17 +34,12 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import CHUNK, GZIP_MAGIC, content_sha256
+from rlaudit.importers.data_section import cache_dir, check_data_section
 
 DEFAULT_RETRIES = 4
 MAX_DOWNLOAD_BYTES = 1 << 30
 """Largest file ``fetch`` downloads (the published files are a few MB; a larger body is not the file)."""
 REDIRECT_SCHEMES = ("http", "https")
-
-
-def cache_dir() -> Path:
-    """The fetch cache: ``$RLAUDIT_CACHE`` or ``~/.cache/rlaudit``."""
-    env = os.environ.get("RLAUDIT_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "rlaudit"
 
 
 def file_url(entry: dict, mirror: str | None = None) -> str:
@@ -221,8 +216,6 @@ def fetch_protocol(protocol: Path, cache: Path | None = None, mirror: str | None
         ``(path, status)`` per file, in protocol order.
     """
     import tomllib
-
-    from rlaudit.importers import check_data_section
 
     protocol = Path(protocol)
     try:

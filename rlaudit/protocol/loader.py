@@ -92,7 +92,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
         if extra:
             raise InputError(f"{where}: {extra[0]}: a published protocol ([data]) cannot also define "
                              f"{', '.join(extra)}; write a separate rerun protocol")
-        _delegate("rlaudit.importers", "check_data_section", data, f"{where}: data")
+        _delegate("rlaudit.importers.data_section", "check_data_section", data, f"{where}: data")
         protocol_fields: dict = {}
     else:
         missing = [k for k in ("tasks", "algorithms", "regimes", "seeds") if k not in doc]

@@ -1,4 +1,8 @@
-"""Read a store: the tidy score table, the run status, and the store as an audit :class:`Source`."""
+"""Read a store: the tidy score table, the run status, what the store records about its protocol.
+
+Every SQL query that reads a store lives here or in :mod:`rlaudit.store.sqlite`; other stages call these
+functions (``rlaudit.sources`` turns a store into an audit source).
+"""
 
 from __future__ import annotations
 
@@ -185,21 +189,20 @@ def stored_protocol_text(path: str | os.PathLike) -> tuple[str, str]:
     return row[0], row[1]
 
 
-def source_from_store(path: str | os.PathLike, eval_protocol: str = "final"):
-    """The store as an audit :class:`~rlaudit.sources.Source`: scores plus what its protocol says.
+def stored_protocol_hash(path: str | os.PathLike) -> str | None:
+    """Hash of the protocol the store was made for (``None`` when the store does not say)."""
+    con = open_readonly(path)
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+    finally:
+        con.close()
+    return row[0] if row else None
 
-    Args:
-        path: the store.
-        eval_protocol: ``final`` or ``max`` (see :func:`export_table`).
-    """
-    from rlaudit.protocol.loader import parse_protocol
-    from rlaudit.sources import Source
 
-    path = Path(path)
-    table = export_table(path, eval_protocol)
-    text, original = stored_protocol_text(path)
-    protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
-    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.kind} for r in protocol.regimes)
-    return Source(table=table, path=str(path), protocol=protocol.name, title=protocol.title or None,
-                  citation=protocol.citation or None, normalization=protocol.normalization,
-                  audit=protocol.audit.to_dict(), claims=protocol.claims, budget_labels=labels)
+def done_run_ids(path: str | os.PathLike) -> set[str]:
+    """Ids of the store's finished runs."""
+    con = open_readonly(path)
+    try:
+        return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
+    finally:
+        con.close()
