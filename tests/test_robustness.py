@@ -392,3 +392,124 @@ def test_a_gzip_bomb_is_refused_with_bounded_memory(tmp_path, monkeypatch):
     line = one_line_error(result)
     assert line == f"error: {bomb}: content larger than 8,388,608 bytes once gunzipped; refusing to read it"
     assert peak < 40 << 20, peak
+
+
+# ------------------------------------------------------------------------------------- validate: hyperparameters
+
+def _validate(tmp_path, algorithms: str, top: str = "seeds = 1", regimes: str = "high = 256"):
+    proto = tmp_path / "h.toml"
+    proto.write_text(f'schema_version = 1\nname = "h"\n{top}\n[regimes]\n{regimes}\n[[tasks]]\nid = "CartPole-v1"\n'
+                     + algorithms)
+    return proto, CliRunner().invoke(main, ["validate", str(proto), "--store", str(tmp_path / "none" / "s.sqlite")])
+
+
+@pytest.mark.parametrize("algo, field, message", [
+    ("PPO", "hyperparams = { n_steps = 25.5 }", "hyperparams.n_steps: expected an integer for 'PPO', got 25.5"),
+    ("PPO", "hyperparams = { n_steps = [64, 128] }", "hyperparams.n_steps: expected an integer for 'PPO', got [64, 128]"),
+    ("PPO", "hyperparams = { batch_size = -64 }", "hyperparams.batch_size: must be at least 1 for 'PPO', got -64"),
+    ("A2C", "hyperparams = { gamma = 1.5 }", "hyperparams.gamma: must be in [0, 1] for 'A2C', got 1.5"),
+    ("DQN", "hyperparams = { learning_rate = -0.1 }",
+     "hyperparams.learning_rate: must be greater than 0 for 'DQN', got -0.1"),
+    ("DQN", "hyperparams = { learning_rate = nan }", "hyperparams.learning_rate: must be a finite number for 'DQN', got nan"),
+    ("DQN", "hyperparams = { train_freq = [0, \"step\"] }", "hyperparams.train_freq: must be at least 1 for 'DQN', got [0, 'step']"),
+    ("DQN", "hyperparams = { train_freq = \"often\" }",
+     "hyperparams.train_freq: expected an integer or an array [an integer, a string] for 'DQN', got 'often'"),
+    ("PPO", "hyperparams = { policy = \"os:system\" }",
+     "hyperparams.policy: 'os:system' is not a policy of 'PPO'; expected one of CnnPolicy, MlpPolicy, MultiInputPolicy"),
+    ("DoubleDQN", "hyperparams = { n_steps = 0 }", "hyperparams.n_steps: must be at least 1 for 'DoubleDQN', got 0"),
+    ("DQNFamily", "hyperparams = { dueling = \"yes\" }", "hyperparams.dueling: expected true or false for 'DQNFamily', got 'yes'"),
+    ("QRDQN", "hyperparams = { replay_buffer_class = \"os:system\" }",
+     "hyperparams.replay_buffer_class: 'QRDQN' expects a Python class or function here, which a protocol cannot "
+     "give (got 'os:system'); leave it at its default"),
+    ("PPO", "policy_kwargs = { net_arch = \"big\" }",
+     "policy_kwargs.net_arch: expected an array of integers or a table of arrays of integers for the "
+     "ActorCriticPolicy of 'PPO', got 'big'"),
+    ("PPO", "policy_kwargs = { activation_fn = \"os:system\" }",
+     "policy_kwargs.activation_fn: the ActorCriticPolicy of 'PPO' expects a Python class or function here, which "
+     "a protocol cannot give (got 'os:system'); leave it at its default"),
+    ("DQN", "policy_kwargs = { net_arch = { pi = [32] } }",
+     "policy_kwargs.net_arch: expected an array of integers for the DQNPolicy of 'DQN', got {'pi': [32]}"),
+    ("PPO", "policy_kwargs = { net_arhc = [64] }", "policy_kwargs: unknown key 'net_arhc' for the ActorCriticPolicy "
+     "of 'PPO' (did you mean 'net_arch'?)"),
+])
+def test_validate_checks_hyperparameter_types_and_ranges(tmp_path, algo, field, message):
+    proto, result = _validate(tmp_path, f'[[algorithms]]\nname = "{algo}"\n{field}\n')
+    line = one_line_error(result)
+    assert line.startswith(f"error: {proto}: algorithms[0].{message}"), line
+
+
+def test_per_regime_settings_are_checked_too(tmp_path):
+    proto, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n'
+                              '[algorithms.regimes.high]\npolicy_kwargs = { net_arch = "big" }\n')
+    assert one_line_error(result).startswith(f"error: {proto}: algorithms[0].regimes.high.policy_kwargs.net_arch: ")
+
+
+def test_well_typed_settings_stay_valid(tmp_path):
+    _, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\nhyperparams = { n_steps = 64, learning_rate = 3e-4, '
+                          'clip_range = 0.2, policy = "MlpPolicy" }\npolicy_kwargs = { net_arch = { pi = [32], vf = [32] } }\n'
+                          '[[algorithms]]\nname = "DQN"\nhyperparams = { train_freq = [4, "step"], gradient_steps = -1 }\n'
+                          'policy_kwargs = { net_arch = [64, 64] }\n'
+                          '[[algorithms]]\nname = "DoubleDQN"\nhyperparams = { n_steps = 3, dueling = true }\n')
+    assert result.exit_code == 0 and result.output.strip().endswith("valid"), result.output
+
+
+def test_hyperparameter_checks_follow_annotations_of_any_class():
+    """Plugins and new algorithms are checked from their own signature, not a list kept by rlaudit."""
+    from typing import Literal
+
+    from rlaudit.algorithms.hyperparams import check_hyperparams
+    from rlaudit.errors import InputError
+
+    class Learner:
+        def __init__(self, env, *, seed: int, n_atoms: int = 51, v_min: float = -10.0, mode: Literal["a", "b"] = "a",
+                      sizes: tuple[int, ...] = (64,), plain=0.5, flag=False):
+            pass
+
+    check_hyperparams(Learner, {"n_atoms": 21, "v_min": -5, "mode": "b", "sizes": [32, 32], "plain": 1}, "w", "L")
+    for hp, message in [({"n_atoms": 2.5}, "w.n_atoms: expected an integer for 'L', got 2.5"),
+                        ({"n_atoms": 0}, "w.n_atoms: must be at least 1 for 'L', got 0"),
+                        ({"mode": "c"}, "w.mode: expected one of 'a', 'b' for 'L', got 'c'"),
+                        ({"sizes": [32, "x"]}, "w.sizes: expected an array of integers for 'L', got [32, 'x']"),
+                        ({"plain": "x"}, "w.plain: expected a number or an array for 'L', got 'x'"),
+                        ({"flag": 1}, "w.flag: expected true or false for 'L', got 1")]:
+        with pytest.raises(InputError) as exc:
+            check_hyperparams(Learner, hp, "w", "L")
+        assert str(exc.value) == message
+
+
+# ------------------------------------------------------------------------------------- validate: plan size
+
+def test_seeds_are_bounded(tmp_path):
+    proto, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n', top="seeds = 1_000_000")
+    assert one_line_error(result) == f"error: {proto}: seeds: 1,000,000 seeds is more than the 1,000 a protocol may ask for"
+    proto, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n', top="seeds = [0, 4_294_967_296]")
+    assert one_line_error(result) == f"error: {proto}: seeds: seed 4294967296 is larger than 2147483647 (2^31 - 1)"
+
+
+def test_budgets_past_int64_are_refused_and_huge_plans_warned(tmp_path):
+    proto, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n', regimes="high = 10_000_000_000_000_000_000")
+    assert one_line_error(result) == (f"error: {proto}: regimes.high: budget 10,000,000,000,000,000,000 is larger "
+                                      f"than 9,223,372,036,854,775,807 (2^63 - 1)")
+    proto, result = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n', top="seeds = 5",
+                              regimes="high = 1_000_000_000_000_000_000")
+    assert result.exit_code == 0 and result.stdout.strip().endswith("valid")
+    assert ("warning: this plan is large: 5,000,000,000,000,000,000 env steps" in result.stderr
+            and "(warning past 10,000,000,000 env steps or 7 days)" in result.stderr), result.stderr
+    _, small = _validate(tmp_path, '[[algorithms]]\nname = "PPO"\n')
+    assert small.exit_code == 0 and "warning" not in small.output
+
+
+def test_run_warns_about_a_huge_plan_before_training(tmp_path, monkeypatch):
+    import rlaudit.run.executors as executors
+
+    class Nothing:
+        def run(self, specs, sink):
+            pass
+
+    monkeypatch.setattr(executors, "get_executor", lambda name, **kw: Nothing())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    proto = tmp_path / "h.toml"
+    proto.write_text('schema_version = 1\nname = "h"\nseeds = 2\n[regimes]\nhigh = 100_000_000_000\n[[tasks]]\n'
+                     'id = "CartPole-v1"\n[[algorithms]]\nname = "PPO"\n')
+    result = CliRunner().invoke(main, ["run", str(proto), "--store", str(tmp_path / "s.sqlite")])
+    assert "warning: this plan is large: 200,000,000,000 env steps" in result.stderr, result.output

@@ -67,24 +67,40 @@ def algorithm_kind(cls: type, who: str = "") -> str:
     return "learner"
 
 
+def keyword_parameters(cls: type, exclude: frozenset[str] = NOT_HYPERPARAMS
+                       ) -> tuple[dict[str, tuple[inspect.Parameter, type]], bool]:
+    """Keyword parameters of ``cls.__init__`` with the class that declares each, and whether the list is closed.
+
+    An SB3 subclass may add its own keywords and pass ``**kwargs`` on: the MRO is followed until a class's
+    ``__init__`` takes no ``**kwargs`` (so DQNFamily lists DQN's hyperparameters too); the first
+    declaration of a name wins. ``closed`` is false when every ``__init__`` up to ``object`` takes
+    ``**kwargs``, i.e. any keyword may be accepted.
+    """
+    params: dict[str, tuple[inspect.Parameter, type]] = {}
+    for klass in cls.__mro__:
+        if klass is object:
+            break
+        if "__init__" not in vars(klass):
+            continue
+        try:
+            sig = inspect.signature(klass.__init__)
+        except (TypeError, ValueError):
+            return params, False
+        more = False
+        for p in sig.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                more = True
+            elif p.name not in exclude and p.kind is not p.VAR_POSITIONAL:
+                params.setdefault(p.name, (p, klass))
+        if not more:
+            return params, True
+    return params, False
+
+
 def constructor_params(cls: type) -> dict[str, Any]:
     """Keyword hyperparameters of ``cls.__init__`` and their defaults (``inspect.Parameter.empty`` if none).
 
     ``policy`` counts as a hyperparameter of SB3 algorithms; plumbing (``env``, ``seed``, ``verbose``,
     ``policy_kwargs``, logging) does not.
     """
-    params: dict[str, Any] = {}
-    # An SB3 subclass may add its own keywords and pass **kwargs on: follow the MRO until a class's
-    # __init__ takes no **kwargs, so DQNFamily lists DQN's hyperparameters too.
-    for klass in cls.__mro__:
-        if "__init__" not in vars(klass):
-            continue
-        more = False
-        for p in inspect.signature(klass.__init__).parameters.values():
-            if p.kind is p.VAR_KEYWORD:
-                more = True
-            elif p.name not in NOT_HYPERPARAMS and p.kind is not p.VAR_POSITIONAL:
-                params.setdefault(p.name, p.default)
-        if not more:
-            break
-    return params
+    return {name: p.default for name, (p, _) in keyword_parameters(cls)[0].items()}

@@ -157,7 +157,9 @@ class AlgorithmSpec:
         return {**params, **self.defaults}
 
     def check_hyperparams(self, hp: Mapping[str, Any], where: str) -> None:
-        """Reject unknown or ill-typed hyperparameter names and values.
+        """Reject unknown hyperparameter names, and values of the wrong type or out of range.
+
+        Types come from the constructor's annotations (:mod:`rlaudit.algorithms.hyperparams`).
 
         Args:
             hp: hyperparameters as written in the protocol (``[[algorithms]] hyperparams``).
@@ -176,12 +178,9 @@ class AlgorithmSpec:
                     f"{where}: unknown hyperparameter {name!r} for algorithm {self.name!r}"
                     f"{did_you_mean(name, known)}"
                 )
-            default = known[name]
-            if isinstance(default, bool) and not isinstance(value, bool):
-                raise InputError(f"{where}.{name}: expected true or false for {self.name!r}, got {value!r}")
-            if isinstance(default, (int, float)) and not isinstance(default, bool):
-                if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
-                    raise InputError(f"{where}.{name}: expected a number for {self.name!r}, got {value!r}")
+        from rlaudit.algorithms.hyperparams import check_hyperparams
+
+        check_hyperparams(cls, hp, where, self.name)
         validate = getattr(cls, "validate_hyperparams", None)
         if callable(validate):
             try:

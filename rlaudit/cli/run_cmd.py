@@ -55,6 +55,18 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
          f"(steps/s: {source})")
     echo(f"store: {store_path}")
+    _warn_if_large(specs, workers, seconds)
+
+
+def _warn_if_large(specs, workers: int, seconds: float | None = None) -> None:
+    from rlaudit.protocol.plan import size_warning
+    from rlaudit.run.driver import estimate_seconds
+
+    if seconds is None:
+        seconds = estimate_seconds(specs, workers)[0]
+    warning = size_warning(sum(s.total_steps for s in specs), seconds)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.command()
@@ -144,6 +156,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         return
     ex = get_executor(executor, **opts)
     Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
+    _warn_if_large(plan_.select(selection), workers or default_workers())
     check = getattr(ex, "check", None)
     if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
         check(plan_.select(selection))

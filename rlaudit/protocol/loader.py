@@ -23,6 +23,7 @@ from pathlib import Path
 from rlaudit.errors import InputError, did_you_mean
 from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Evaluation, Protocol, Regime,
                                      RegimeOverride, Task)
+from rlaudit.scores import BUDGET_MAX
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
             "algorithms", "evaluation", "data", "normalization", "audit", "claims")
@@ -36,6 +37,11 @@ AUDIT_KEYS = ("metric", "budgets", "metrics", "gamma", "reps", "reps_pairwise", 
               "interval_method", "correction", "runs_needed_cap", "power")
 METRICS = ("iqm", "median", "mean", "og")
 RESERVED_REGIMES = ("nested",)
+MAX_SEEDS = 1_000
+"""Most seeds per (task, algorithm) a protocol may ask for: far past any published study, and small enough
+that planning stays instant (10^6 seeds took 86 s and 1.8 GB just to validate)."""
+MAX_SEED = 2**31 - 1
+"""Largest seed value: seeds (plus ``evaluation.eval_seed_offset``) must fit NumPy's 32-bit seeding."""
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -239,12 +245,19 @@ def _seeds(v, where: str) -> tuple[int, ...]:
     if isinstance(v, int):
         if v <= 0:
             raise InputError(f"{where}: need at least one seed, got {v}")
+        if v > MAX_SEEDS:
+            raise InputError(f"{where}: {v:,} seeds is more than the {MAX_SEEDS:,} a protocol may ask for")
         return tuple(range(v))
     if isinstance(v, list):
         if not v:
             raise InputError(f"{where}: the seed list is empty; need at least one seed")
+        if len(v) > MAX_SEEDS:
+            raise InputError(f"{where}: {len(v):,} seeds is more than the {MAX_SEEDS:,} a protocol may ask for")
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
             raise InputError(f"{where}: seeds must be non-negative integers, got {v!r}")
+        big = next((s for s in v if s > MAX_SEED), None)
+        if big is not None:
+            raise InputError(f"{where}: seed {big} is larger than {MAX_SEED} (2^31 - 1)")
         if len(set(v)) != len(v):
             raise InputError(f"{where}: seed {next(s for s in v if v.count(s) > 1)} is listed twice")
         return tuple(v)
@@ -264,7 +277,7 @@ def _evaluation(d, where: str) -> Evaluation:
     return Evaluation(n_eval_episodes=10 if n is None else n, deterministic=det, epsilon=float(eps),
                       eval_every=_int(d, "eval_every", where, positive=True),
                       max_episode_steps=_int(d, "max_episode_steps", where, positive=True),
-                      eval_seed_offset=_int(d, "eval_seed_offset", where, minimum=0) or 10_000)
+                      eval_seed_offset=_int(d, "eval_seed_offset", where, minimum=0, maximum=MAX_SEED + 1) or 10_000)
 
 
 def _audit(d, where: str) -> AuditSection:
@@ -343,7 +356,7 @@ def _dict(d: dict, key: str, where: str) -> dict:
 
 
 def _int(d: dict, key: str, where: str, required: bool = False, positive: bool = False,
-         minimum: int | None = None) -> int | None:
+         minimum: int | None = None, maximum: int = BUDGET_MAX) -> int | None:
     if key not in d:
         if required:
             raise InputError(f"{where}.{key}: missing")
@@ -355,6 +368,8 @@ def _int(d: dict, key: str, where: str, required: bool = False, positive: bool =
         raise InputError(f"{where}.{key}: must be positive, got {v}")
     if minimum is not None and v < minimum:
         raise InputError(f"{where}.{key}: must be at least {minimum}, got {v}")
+    if v > maximum:
+        raise InputError(f"{where}.{key}: must be at most {maximum:,}, got {v:,}")
     return v
 
 
@@ -366,6 +381,8 @@ def _budget_value(v, where: str) -> int:
                          f"{{budget = N, mode = 'separate'}}), got {v!r}")
     if v <= 0:
         raise InputError(f"{where}: budget must be positive, got {v}")
+    if v > BUDGET_MAX:
+        raise InputError(f"{where}: budget {v:,} is larger than {BUDGET_MAX:,} (2^63 - 1)")
     return v
 
 
@@ -380,8 +397,9 @@ def _as_list(v) -> list:
 def check_runnable(protocol: Protocol) -> None:
     """Check a rerun protocol against the algorithm registry and the environment suites (nothing trains).
 
-    Checks algorithm names, hyperparameter names (base and per-regime), environment ids, and that every
-    algorithm supports every task's action space.
+    Checks algorithm names, hyperparameter names, types and ranges and ``policy_kwargs`` (base and
+    per-regime, against the constructors' annotations), environment ids, and that every algorithm supports
+    every task's action space.
 
     Raises:
         InputError: naming the file and the field.
@@ -389,6 +407,7 @@ def check_runnable(protocol: Protocol) -> None:
     if protocol.is_published:
         return
     from rlaudit.algorithms import get_spec
+    from rlaudit.algorithms.hyperparams import check_policy_kwargs
     from rlaudit.run.envs import action_space_of, check_task
     from rlaudit.run.spec import TaskSpec
 
@@ -412,8 +431,11 @@ def check_runnable(protocol: Protocol) -> None:
         except InputError as exc:
             raise InputError(f"{at}.name: {exc}") from None
         spec.check_hyperparams(a.hyperparams, f"{at}.hyperparams")
-        for rname, over in a.regimes.items():
-            spec.check_hyperparams(a.settings_for(rname)[0], f"{at}.regimes.{rname}.hyperparams")
+        check_policy_kwargs(spec.load(), a.hyperparams.get("policy"), a.policy_kwargs, f"{at}.policy_kwargs", a.name)
+        for rname in a.regimes:
+            hp, pk = a.settings_for(rname)
+            spec.check_hyperparams(hp, f"{at}.regimes.{rname}.hyperparams")
+            check_policy_kwargs(spec.load(), hp.get("policy"), pk, f"{at}.regimes.{rname}.policy_kwargs", a.name)
         for t in protocol.tasks:
             if not spec.supports(spaces[t.id]):
                 raise InputError(f"{at}: {a.name} supports {', '.join(sorted(spec.action_spaces))} action spaces, "
