@@ -416,7 +416,7 @@ def _validate(tmp_path, algorithms: str, top: str = "seeds = 1", regimes: str = 
      "hyperparams.train_freq: expected an integer or an array [an integer, a string] for 'DQN', got 'often'"),
     ("PPO", "hyperparams = { policy = \"os:system\" }",
      "hyperparams.policy: 'os:system' is not a policy of 'PPO'; expected one of CnnPolicy, MlpPolicy, MultiInputPolicy"),
-    ("DoubleDQN", "hyperparams = { n_steps = 0 }", "hyperparams.n_steps: must be at least 1 for 'DoubleDQN', got 0"),
+    ("DoubleDQN", "hyperparams = { n_steps = 0 }", "hyperparams: DoubleDQN: n_steps must be an integer >= 1, got 0"),
     ("DQNFamily", "hyperparams = { dueling = \"yes\" }", "hyperparams.dueling: expected true or false for 'DQNFamily', got 'yes'"),
     ("QRDQN", "hyperparams = { replay_buffer_class = \"os:system\" }",
      "hyperparams.replay_buffer_class: 'QRDQN' expects a Python class or function here, which a protocol cannot "
@@ -513,3 +513,81 @@ def test_run_warns_about_a_huge_plan_before_training(tmp_path, monkeypatch):
                      'id = "CartPole-v1"\n[[algorithms]]\nname = "PPO"\n')
     result = CliRunner().invoke(main, ["run", str(proto), "--store", str(tmp_path / "s.sqlite")])
     assert "warning: this plan is large: 200,000,000,000 env steps" in result.stderr, result.output
+
+
+# ------------------------------------------------------------------------------------- reports
+
+HOSTILE_NAMES = ["PPO\u202e1v", "DQN \U0001F600", "a_b|c*<i>", "Q\u00e9bert-\u00df", "X" * 100_000]
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory):
+    """A report of five algorithms with hostile names; the first two swap ranks between the budgets."""
+    import numpy as np
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    rng = np.random.default_rng(0)
+    rows = [TIDY.strip()]
+    for ai, name in enumerate(HOSTILE_NAMES):
+        for task in ("t1", "t2", "t3"):
+            for run in range(10):
+                for budget in (100, 200):
+                    level = {0: {100: 10, 200: 0}, 1: {100: 0, 200: 10}}.get(ai, {100: 5, 200: 5})[budget]
+                    quoted = '"' + name.replace('"', '""') + '"'
+                    rows.append(f"{quoted},{task},{run},{budget},{level + ai * 0.01 + rng.normal(0, 0.1):.6f}")
+    scores = tmp / "s.csv"
+    scores.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp / "report"
+    result = CliRunner().invoke(main, ["report", str(scores), "-o", str(out), "--reps", "300"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_shows_bidi_controls_instead_of_obeying_them(hostile_report):
+    for name, shown in (("index.html", "PPO[U+202E]1v"), ("report.md", r"PPO\[U+202E\]1v"),
+                        ("tables.tex", "PPO[U+202E]1v")):
+        text = (hostile_report / name).read_text(encoding="utf-8")
+        assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), name
+        assert shown in text, name
+
+
+def test_report_md_escapes_names_once_in_every_table(hostile_report):
+    md = (hostile_report / "report.md").read_text(encoding="utf-8")
+    once = r"a\_b\|c\*&lt;i>"
+    assert once in md and "\\\\" not in md.replace(r"\\|", "")  # no escaped backslash anywhere
+    inversions = md[md.index("### Inversions between budgets"):]
+    inversions = inversions[: inversions.index("\n#", 5)]
+    assert "**confirmed**" in inversions
+    ppo, dqn = r"PPO\[U+202E\]1v", "DQN \U0001F600"
+    assert f"| {ppo} > {dqn} |" in inversions and f"| {dqn} > {ppo} |" in inversions, inversions[:2000]
+
+
+def test_report_figures_cut_long_names(hostile_report):
+    import struct
+
+    from rlaudit.report.plots import MAX_LABEL, figure_labels
+
+    labels = figure_labels(HOSTILE_NAMES + ["X" * 40])
+    assert labels["X" * 100_000] == "X" * (MAX_LABEL - 1) + "\u2026"
+    assert labels["X" * 40] == "X" * (MAX_LABEL - 4) + " (2)" and labels["PPO\u202e1v"] == "PPO[U+202E]1v"
+    for png in (hostile_report / "figures").glob("*.png"):
+        width, height = struct.unpack(">II", png.read_bytes()[16:24])
+        assert width < 5000 and height < 5000, (png.name, width, height)
+
+
+def test_tables_tex_compiles_with_pdflatex(hostile_report, tmp_path):
+    import shutil
+
+    tex = (hostile_report / "tables.tex").read_text(encoding="utf-8")
+    assert "DQN [U+1F600]" in tex and r"Q\'{e}bert-\ss{}" in tex
+    assert max(len(line) for line in tex.splitlines()) < 10_000
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed (apt-get install texlive-latex-base texlive-latex-recommended)")
+    doc = tmp_path / "doc.tex"
+    shutil.copy(hostile_report / "tables.tex", tmp_path / "tables.tex")
+    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\begin{document}\n"
+                   "\\input{tables}\n\\end{document}\n")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000

@@ -155,7 +155,7 @@ def _expected(p: inspect.Parameter) -> Any:
     return inspect.Parameter.empty
 
 
-def _check_value(name: str, p: inspect.Parameter, value: Any, where: str, owner: str) -> None:
+def _check_type(name: str, p: inspect.Parameter, value: Any, where: str, owner: str) -> None:
     at = f"{where}.{name}"
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"{at}: must be a finite number for {owner}, got {value!r}")
@@ -166,18 +166,23 @@ def _check_value(name: str, p: inspect.Parameter, value: Any, where: str, owner:
             raise InputError(f"{at}: {owner} expects a Python class or function here, which a protocol cannot "
                              f"give (got {value!r}); leave it at its default")
         raise InputError(f"{at}: expected {what} for {owner}, got {value!r}")
+
+
+def _check_range(name: str, value: Any, where: str, owner: str) -> None:
     rule = RANGES.get(name)
-    if rule is not None:
-        numbers = [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
-        if name == "train_freq" and isinstance(value, list) and value and isinstance(value[0], int):
-            numbers = [value[0]]  # (frequency, unit)
-        for v in numbers:
-            if not rule[1](v):
-                raise InputError(f"{at}: must be {rule[0]} for {owner}, got {value!r}")
+    if rule is None:
+        return
+    numbers = [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+    if name == "train_freq" and isinstance(value, list) and value and isinstance(value[0], int):
+        numbers = [value[0]]  # (frequency, unit)
+    for v in numbers:
+        if not rule[1](v):
+            raise InputError(f"{where}.{name}: must be {rule[0]} for {owner}, got {value!r}")
 
 
-def check_hyperparams(cls: type, hp: Mapping[str, Any], where: str, owner: str) -> None:
-    """Check each hyperparameter's value against ``cls``'s constructor (names are checked by the registry).
+def check_types(cls: type, hp: Mapping[str, Any], where: str, owner: str) -> None:
+    """Check each hyperparameter's value against the annotation of ``cls``'s constructor (names are
+    checked by the registry), and ``policy`` against the class's ``policy_aliases``.
 
     Args:
         cls: the algorithm class.
@@ -186,17 +191,30 @@ def check_hyperparams(cls: type, hp: Mapping[str, Any], where: str, owner: str) 
         owner: the algorithm's registry name, for messages.
 
     Raises:
-        InputError: ``"<where>.<name>: expected <type> for <owner>, got …"`` or a range message.
+        InputError: ``"<where>.<name>: expected <type> for '<owner>', got …"``.
     """
     params, _ = annotated_parameters(cls)
     for name, value in hp.items():
         if name in params:
-            _check_value(name, params[name], value, where, repr(owner))
+            _check_type(name, params[name], value, where, repr(owner))
     aliases = getattr(cls, "policy_aliases", None)
     policy = hp.get("policy")
     if isinstance(aliases, Mapping) and aliases and isinstance(policy, str) and policy not in aliases:
         raise InputError(f"{where}.policy: {policy!r} is not a policy of {owner!r}{did_you_mean(policy, aliases)}; "
                          f"expected one of {', '.join(sorted(aliases))}")
+
+
+def check_ranges(hp: Mapping[str, Any], where: str, owner: str) -> None:
+    """Check well-typed values against :data:`RANGES` (after the class's own ``validate_hyperparams``, whose
+    messages are more specific)."""
+    for name, value in hp.items():
+        _check_range(name, value, where, repr(owner))
+
+
+def check_hyperparams(cls: type, hp: Mapping[str, Any], where: str, owner: str) -> None:
+    """:func:`check_types` then :func:`check_ranges`."""
+    check_types(cls, hp, where, owner)
+    check_ranges(hp, where, owner)
 
 
 def check_policy_kwargs(cls: type, policy: Any, policy_kwargs: Mapping[str, Any], where: str, owner: str) -> None:
@@ -223,5 +241,6 @@ def check_policy_kwargs(cls: type, policy: Any, policy_kwargs: Mapping[str, Any]
                 continue
             raise InputError(f"{where}: unknown key {name!r} for the {policy_cls.__name__} of {owner!r}"
                              f"{did_you_mean(name, params)}; known keys: {', '.join(sorted(params))}")
-        _check_value(name, params[name], value, where, f"the {policy_cls.__name__} of {owner!r}")
+        _check_type(name, params[name], value, where, f"the {policy_cls.__name__} of {owner!r}")
+        _check_range(name, value, where, f"the {policy_cls.__name__} of {owner!r}")
 

@@ -178,15 +178,16 @@ class AlgorithmSpec:
                     f"{where}: unknown hyperparameter {name!r} for algorithm {self.name!r}"
                     f"{did_you_mean(name, known)}"
                 )
-        from rlaudit.algorithms.hyperparams import check_hyperparams
+        from rlaudit.algorithms.hyperparams import check_ranges, check_types
 
-        check_hyperparams(cls, hp, where, self.name)
+        check_types(cls, hp, where, self.name)
         validate = getattr(cls, "validate_hyperparams", None)
         if callable(validate):
             try:
                 validate({**self.defaults, **hp})
             except ValueError as exc:
                 raise InputError(f"{where}: {self.name}: {exc}") from None
+        check_ranges(hp, where, self.name)
 
     def supports(self, action_space: Any) -> bool:
         """Whether the algorithm handles ``action_space`` (a :class:`gymnasium.spaces.Space`)."""
