@@ -12,6 +12,22 @@ from pathlib import Path
 from rlaudit.errors import InputError, WriteFailed
 
 
+def existing_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a :class:`Path` when it names an existing file that is not a folder.
+
+    Args:
+        path: the input the user named.
+        what: what it should be, for messages: ``"protocol file"`` gives ``no such protocol file`` and
+            ``is a directory, expected a protocol file``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such {what}")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a {what}")
+    return path
+
+
 def ensure_writable_dir(path: Path) -> None:
     """Create ``path`` (and parents) or raise :class:`InputError` naming it."""
     try:

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path
+from rlaudit.io import atomic_path, existing_file
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -262,12 +262,8 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
 
     Metadata stored in the file is used unless ``meta`` is given, which overrides it.
     """
-    path = Path(path)
+    path = existing_file(path, "score file (.csv, .csv.gz or .parquet)")
     where = str(path)
-    if not path.exists():
-        raise InputError(f"{where}: no such file")
-    if path.is_dir():
-        raise InputError(f"{where}: is a directory, expected a score file (.csv or .parquet)")
     suffixes = "".join(path.suffixes[-2:]).lower()
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq

@@ -200,6 +200,24 @@ def strip_suffixes(path: Path, suffixes: Iterable[str] = (".gz", ".json", ".npz"
     return name
 
 
+def check_record(record, keys: Sequence[str], where: str, shape: str) -> dict:
+    """A JSON record that must be an object with exactly ``keys``; ``shape`` names it in messages
+    (e.g. ``"{Iteration, Value, Agent}"``).
+
+    Raises:
+        InputError: not an object, an unexpected key, or a missing key, naming ``where``.
+    """
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected an object {shape}, got a {type_name(record)}")
+    extra = sorted(set(record) - set(keys))
+    if extra:
+        raise InputError(f"{where}: unexpected key {extra[0]!r}; expected keys {', '.join(keys)}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise InputError(f"{where}: missing key {missing[0]!r}")
+    return record
+
+
 def type_name(value) -> str:
     """JSON type name of a Python value, for messages."""
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",

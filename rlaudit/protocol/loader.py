@@ -21,6 +21,7 @@ import tomllib
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.io import existing_file
 from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Evaluation, Protocol, Regime,
                                      RegimeOverride, Task)
 from rlaudit.scores import BUDGET_MAX
@@ -51,12 +52,8 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
     Raises:
         InputError: one line naming the file and the field.
     """
-    p = Path(path)
+    p = existing_file(path, "protocol file")
     where = str(p)
-    if not p.exists():
-        raise InputError(f"{where}: no such protocol file")
-    if p.is_dir():
-        raise InputError(f"{where}: is a directory, expected a protocol .toml file")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -156,15 +153,9 @@ def _rerun_fields(doc: dict, where: str) -> dict:
     if not regimes_raw:
         raise InputError(f"{where}: regimes: no regime given; add e.g. 'low = 10_000' under [regimes]")
 
-    tasks_raw = doc["tasks"]
-    if not isinstance(tasks_raw, list) or not tasks_raw:
-        raise InputError(f"{where}: tasks: must be a non-empty array of tables ([[tasks]])")
     evaluation = _evaluation(doc.get("evaluation", {}), f"{where}: evaluation")
     tasks = []
-    for i, t in enumerate(tasks_raw):
-        at = f"{where}: tasks[{i}]"
-        t = _table(t, at)
-        _keys(t, TASK_KEYS, at, "key")
+    for at, t in _array_of_tables(doc, "tasks", TASK_KEYS, where):
         tid = _str(t, "id", at, required=True)
         tasks.append(Task(id=tid, suite=_str(t, "suite", at) or "gymnasium", kwargs=_dict(t, "kwargs", at),
                           max_episode_steps=_int(t, "max_episode_steps", at, minimum=1)))
@@ -173,14 +164,8 @@ def _rerun_fields(doc: dict, where: str) -> dict:
     if dup:
         raise InputError(f"{where}: tasks: {dup!r} is listed twice")
 
-    algos_raw = doc["algorithms"]
-    if not isinstance(algos_raw, list) or not algos_raw:
-        raise InputError(f"{where}: algorithms: must be a non-empty array of tables ([[algorithms]])")
     algorithms = []
-    for i, a in enumerate(algos_raw):
-        at = f"{where}: algorithms[{i}]"
-        a = _table(a, at)
-        _keys(a, ALGO_KEYS, at, "key")
+    for at, a in _array_of_tables(doc, "algorithms", ALGO_KEYS, where):
         name = _str(a, "name", at, required=True)
         overrides = {}
         for rname, o in _dict(a, "regimes", at).items():
@@ -329,6 +314,21 @@ def _keys(d: dict, allowed, where: str, what: str) -> None:
         if k not in allowed:
             raise InputError(f"{where}: unknown {what} {k!r}{did_you_mean(k, allowed)}; expected one of "
                              f"{', '.join(allowed)}")
+
+
+def _array_of_tables(doc: dict, key: str, allowed, where: str) -> list[tuple[str, dict]]:
+    """``[[key]]`` entries as ``(where, table)`` pairs, each checked for unknown keys; the array must be
+    non-empty."""
+    raw = doc[key]
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{where}: {key}: must be a non-empty array of tables ([[{key}]])")
+    out = []
+    for i, entry in enumerate(raw):
+        at = f"{where}: {key}[{i}]"
+        entry = _table(entry, at)
+        _keys(entry, allowed, at, "key")
+        out.append((at, entry))
+    return out
 
 
 def _table(v, where: str) -> dict:
