@@ -4,13 +4,14 @@ Generic over the registry: the expected type of a hyperparameter is read from th
 constructor annotations (following ``**kwargs`` up the MRO, see
 :func:`~rlaudit.algorithms.contract.keyword_parameters`), so SB3 classes, the DQN family, later additions
 and plugins are all checked the same way. A parameter without an annotation is checked against the type of
-its default. ``policy_kwargs`` are checked against the SB3 policy class's constructor the same way. On top of types, :data:`RANGES` states the valid
-range of common stable-baselines3 hyperparameters (a negative ``n_steps`` is an ``int`` but no less wrong).
+its default. ``policy_kwargs`` are checked against the SB3 policy class's constructor the same way. On top
+of types, :data:`RANGES` states the valid range of common stable-baselines3 hyperparameters (a negative
+``n_steps`` is an ``int`` but no less wrong).
 
 A protocol is TOML: it can hold numbers, strings, booleans, arrays and tables, never a class or a function.
-rlaudit does not import names written in a protocol, so a parameter that wants a class
-(``activation_fn``, ``replay_buffer_class``) cannot be set from a protocol and is refused here rather than
-by the constructor on every run of the sweep.
+rlaudit does not import names written in a protocol, so a parameter that wants a class (``activation_fn``,
+``replay_buffer_class``) cannot be set from a protocol and is refused here rather than by the constructor on
+every run of the sweep.
 """
 
 from __future__ import annotations

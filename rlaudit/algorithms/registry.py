@@ -29,7 +29,9 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rlaudit.algorithms.contract import ACTION_SPACES, NOT_HYPERPARAMS, algorithm_kind, constructor_params  # noqa: F401 (re-exported)
+# NOT_HYPERPARAMS is re-exported: it was defined here before rlaudit.algorithms.contract existed.
+from rlaudit.algorithms.contract import NOT_HYPERPARAMS  # noqa: F401
+from rlaudit.algorithms.contract import ACTION_SPACES, algorithm_kind, constructor_params
 from rlaudit.algorithms.contract import kind_of_space as _kind_of_space
 from rlaudit.errors import InputError, did_you_mean
 

@@ -77,7 +77,8 @@ def _check_file_path(path: str, where: str) -> None:
     p = PurePosixPath(path)
     if any(ord(c) < 32 or c == "\x7f" for c in path):
         raise InputError(f"{where}: 'path' holds a control character (e.g. NUL), got {path!r}")
-    if p.is_absolute() or "\\" in path or str(p) != path or not p.parts or any(x in (".", "..") for x in path.split("/")):
+    parts = path.split("/")
+    if p.is_absolute() or "\\" in path or str(p) != path or not p.parts or any(x in (".", "..") for x in parts):
         raise InputError(f"{where}: 'path' must be a relative file path like 'dopamine/atari/pong.json.gz' "
                          f"(no '.', '..', empty parts or trailing '/'), got {path!r}")
 
