@@ -289,7 +289,9 @@ def test_readers_fall_back_to_immutable_when_the_wal_index_cannot_be_created(tmp
 
 def test_readers_never_write_the_store(tmp_path, pl):
     path = _filled(tmp_path, pl)
-    con = __import__("rlaudit.store.sqlite", fromlist=["x"]).open_readonly(path)
+    from rlaudit.store import open_readonly
+
+    con = open_readonly(path)
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         con.execute("DELETE FROM runs")
     con.close()
