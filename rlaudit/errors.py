@@ -29,6 +29,15 @@ class RunFailed(RlauditError):
     exit_code = 1
 
 
+class WriteFailed(RlauditError):
+    """A store or an output file could not be written (disk full, I/O error). Exit status 1.
+
+    Nothing partial is left: a store keeps every transaction committed before, an output file is not created.
+    """
+
+    exit_code = 1
+
+
 def did_you_mean(name: str, candidates: Iterable[str], n: int = 3) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest candidates, or ``""`` when none is close."""
     cands = [str(c) for c in candidates]

@@ -9,7 +9,23 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from rlaudit.errors import InputError
+from rlaudit.errors import InputError, WriteFailed
+
+
+def existing_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a :class:`Path` when it names an existing file that is not a folder.
+
+    Args:
+        path: the input the user named.
+        what: what it should be, for messages: ``"protocol file"`` gives ``no such protocol file`` and
+            ``is a directory, expected a protocol file``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such {what}")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a {what}")
+    return path
 
 
 def ensure_writable_dir(path: Path) -> None:
@@ -24,15 +40,28 @@ def ensure_writable_dir(path: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    Raises:
+        InputError: ``path`` is an existing folder, or its folder cannot be created.
+        WriteFailed: the file system refused the write (disk full, I/O error); nothing is left behind.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a file name (e.g. {path / 'scores.csv'})")
     ensure_writable_dir(path.parent if str(path.parent) else Path("."))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteFailed(f"{path}: cannot write ({exc.strerror})") from None
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        # The block only writes `tmp`: an OSError here is the file system refusing (ENOSPC, EIO, EDQUOT).
+        raise WriteFailed(f"{path}: cannot write ({exc.strerror or exc})") from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -52,7 +81,10 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     ensure_writable_dir(path)
-    stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".staging", dir=path))
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".staging", dir=path))
+    except OSError as exc:
+        raise WriteFailed(f"{path}: cannot write ({exc.strerror})") from None
     try:
         yield stage
         for item in sorted(stage.rglob("*")):
@@ -63,5 +95,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             else:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(item, dest)
+    except OSError as exc:  # the block writes into the staging folder: the file system refused
+        raise WriteFailed(f"{path}: cannot write ({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -35,6 +35,7 @@ import dataclasses
 import json
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path
+from rlaudit.io import atomic_path, existing_file
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -52,6 +53,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eva
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
+BUDGET_MAX = 2**63 - 1
+"""Largest budget a table holds (``int64``); larger ones are refused, never wrapped."""
 """Columns that identify a row; duplicates are an error."""
 
 _META_KEY = b"rlaudit"
@@ -199,6 +202,21 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
     bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
     if bad.any():
         raise InputError(f"{where}: column 'budget' must hold integers; bad value at line {lines(bad)}")
+    # Checked before the int64 cast, which would wrap 2**63 and above to negative budgets without a word.
+    as_float = budget.astype(float)
+    # Exact for integer columns: a float compare would also refuse 2**63 - 1 itself.
+    if budget.dtype.kind == "i":
+        big = pd.Series(False, index=budget.index)
+    elif budget.dtype.kind == "u":
+        big = budget > np.uint64(BUDGET_MAX)
+    else:
+        big = as_float >= 2.0**63
+    if big.any():
+        raise InputError(f"{where}: column 'budget' is larger than {BUDGET_MAX:,} (2^63 - 1) at line {lines(big)}")
+    negative = as_float < 0
+    if negative.any():
+        raise InputError(f"{where}: column 'budget' is negative at line {lines(negative)}; budgets count "
+                         f"steps, frames or samples from 0")
     df["budget"] = budget.astype(np.int64)
 
     score = pd.to_numeric(df["score"], errors="coerce")
@@ -251,12 +269,8 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
 
     Metadata stored in the file is used unless ``meta`` is given, which overrides it.
     """
-    path = Path(path)
+    path = existing_file(path, "score file (.csv, .csv.gz or .parquet)")
     where = str(path)
-    if not path.exists():
-        raise InputError(f"{where}: no such file")
-    if path.is_dir():
-        raise InputError(f"{where}: is a directory, expected a score file (.csv or .parquet)")
     suffixes = "".join(path.suffixes[-2:]).lower()
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
@@ -279,6 +293,8 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
             raise InputError(f"{where}: no score rows (the file is empty)") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
+        except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
+            raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
         return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=2 + n_comment)
     raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
 
@@ -328,6 +344,8 @@ def _read_csv_meta(path: Path) -> tuple[dict, int]:
                         meta[k.strip()] = v.strip()
     except (UnicodeDecodeError, OSError) as exc:
         raise InputError(f"{path}: not a readable CSV file ({_first_line(exc)})") from None
+    except (EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: truncated or corrupt gzip data ({_first_line(exc)})") from None
     return meta, n
 
 

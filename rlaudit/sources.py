@@ -2,8 +2,13 @@
 
 A *source* is a tidy score file (``.csv``/``.parquet``), a store (``.sqlite``/``.db``), a protocol
 (``.toml``: its ``[data]`` section for a published comparison, or its store for a rerun), or a path in a
-published format (``--format``, sniffed when unambiguous). Each kind is delegated to the stage that owns
-it; this module only dispatches, so it imports those stages lazily.
+published format (``--format``, sniffed when unambiguous).
+
+This is the one module that assembles inputs: it reads tables through the stage that owns each kind
+(:mod:`rlaudit.scores`, :mod:`rlaudit.store`, :mod:`rlaudit.protocol`, :mod:`rlaudit.importers`) and adds
+what a protocol says about auditing them. Those stages never build a :class:`Source` and never import this
+module, so dependencies run one way. They are imported on use: ``rlaudit audit scores.csv`` loads no SQLite
+or importer code.
 """
 
 from __future__ import annotations
@@ -69,13 +74,65 @@ def load_source(path: str | os.PathLike, fmt: str | None = None, data_dir: str |
     if fmt is None and suffix in SCORE_SUFFIXES:
         return Source(read_scores(p), str(p))
     if fmt is None and suffix in STORE_SUFFIXES:
-        from rlaudit.store import source_from_store
-
         return source_from_store(p)
     if fmt is None and suffix == ".toml":
-        from rlaudit.protocol import source_from_protocol
-
         return source_from_protocol(p, data_dir=data_dir)
-    from rlaudit.importers import import_source
+    from rlaudit.importers import import_path
 
-    return import_source(p, fmt=fmt, options=options or {})
+    return Source(import_path(fmt, [p], **(options or {})), str(p))
+
+
+def _protocol_fields(protocol) -> dict:
+    """What a protocol says about auditing its scores, as :class:`Source` fields."""
+    return {"protocol": protocol.name, "title": protocol.title or None, "citation": protocol.citation or None,
+            "normalization": protocol.normalization, "audit": protocol.audit.to_dict(), "claims": protocol.claims}
+
+
+def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> Source:
+    """A store as a :class:`Source`: its finished runs plus what its recorded protocol says.
+
+    Args:
+        path: the store.
+        eval_protocol: ``final`` or ``max`` (see :func:`rlaudit.store.export_table`).
+    """
+    from rlaudit.protocol import parse_protocol
+    from rlaudit.store import export_table, stored_protocol_text
+
+    path = Path(path)
+    table = export_table(path, eval_protocol)
+    text, original = stored_protocol_text(path)
+    protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
+    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.kind} for r in protocol.regimes)
+    return Source(table=table, path=str(path), budget_labels=labels, **_protocol_fields(protocol))
+
+
+def source_from_protocol(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Source:
+    """A protocol as a :class:`Source`.
+
+    A published protocol loads its ``[data]`` files through the importers; a rerun protocol reads its
+    default store (``sweeps/<name>/store.sqlite``, relative to the working directory). The protocol file
+    the user named is authoritative for claims and audit settings.
+    """
+    from dataclasses import replace
+
+    from rlaudit.protocol import default_store, load_protocol
+
+    protocol = load_protocol(path)
+    if protocol.is_published:
+        from rlaudit.importers.data_section import load_data_section
+
+        table = load_data_section(protocol.data, f"{protocol.path}: data", Path(data_dir) if data_dir else None)
+        return Source(table=table, path=str(path), **_protocol_fields(protocol))
+    store = default_store(protocol)
+    if not store.exists():
+        raise InputError(f"{path}: a rerun protocol with no store at {store}; run 'rlaudit run {path}' first, "
+                         f"or audit the store file directly")
+    from rlaudit.store import stored_protocol_hash
+
+    stored = stored_protocol_hash(store)
+    if stored != protocol.hash:
+        raise InputError(f"{path}: the store {store} holds runs of another protocol (hash "
+                         f"{stored[:12] if stored else '?'}, this file {protocol.hash[:12]}); audit the store file "
+                         f"directly or rerun with --new-store")
+    source = source_from_store(store)
+    return replace(source, path=str(path), **_protocol_fields(protocol))

@@ -163,7 +163,7 @@ def test_a_half_file_never_passes(shared_data, tmp_path):
 
 
 def test_audit_without_data_uses_the_cache(shared_data, tmp_path, monkeypatch):
-    from rlaudit.protocol import source_from_protocol
+    from rlaudit.sources import source_from_protocol
 
     proto = _protocol(tmp_path, shared_data, files=FILES[:2])
     monkeypatch.setenv("RLAUDIT_CACHE", str(tmp_path / "cache"))

@@ -87,7 +87,7 @@ def test_empty_and_unknown_files(tmp_path):
     (tmp_path / "x.xlsx").write_text("x")
     with pytest.raises(InputError, match="unknown score file type"):
         read_scores(tmp_path / "x.xlsx")
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="no such score file"):
         read_scores(tmp_path / "missing.csv")
 
 

@@ -13,7 +13,8 @@ from rlaudit.errors import InputError
 from rlaudit.protocol import parse_protocol, plan
 from rlaudit.run.spec import EvalRecord, RunResult
 from rlaudit.scores import read_scores
-from rlaudit.store import SCHEMA_VERSION, Store, export_table, source_from_store, store_status
+from rlaudit.sources import source_from_store
+from rlaudit.store import SCHEMA_VERSION, Store, export_table, store_status
 
 TEXT = """
 schema_version = 1
@@ -238,3 +239,110 @@ def test_export_notes_steps_past_the_budget(tmp_path, pl):
     table = export_table(path)
     assert table.frame.loc[table.frame["budget"] == 200, "score"].tolist() == [4.0]
     assert any("up to 56 env steps after it" in n for n in table.meta.notes)
+
+
+# ----------------------------------------------------------------------------------- read-only stores
+
+def _filled(tmp_path, pl):
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    for r in pl.runs:
+        fill(store, r, {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0})
+    store.close()
+    return path
+
+
+def test_readers_fall_back_to_immutable_when_the_wal_index_cannot_be_created(tmp_path, pl):
+    """What a read-only folder does to a non-root user: ``mode=ro`` cannot create ``-shm`` (CANTOPEN).
+
+    Tests run as root, whom folder permissions do not stop, so this injects the failure SQLite reports;
+    ``tests/test_robustness.py`` checks a real read-only mount where mounting is allowed.
+    """
+    from rlaudit.store import sqlite as store_sqlite
+
+    path = _filled(tmp_path, pl)
+    tried = []
+
+    def opener(database, **kw):
+        tried.append(database.rpartition("?")[2])
+        if database.endswith("mode=ro"):
+            exc = sqlite3.OperationalError("unable to open database file")
+            exc.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
+
+            class Failing:
+                row_factory = None
+
+                def execute(self, *a):
+                    raise exc
+
+                def close(self):
+                    pass
+            return Failing()
+        return sqlite3.connect(database, **kw)
+
+    con = store_sqlite.connect_readonly(path, opener=opener)
+    assert tried == ["mode=ro", "immutable=1"]
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == len(pl.runs)
+    con.close()
+
+
+def test_readers_never_write_the_store(tmp_path, pl):
+    path = _filled(tmp_path, pl)
+    from rlaudit.store import open_readonly
+
+    con = open_readonly(path)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        con.execute("DELETE FROM runs")
+    con.close()
+
+
+# ----------------------------------------------------------------------------------- checksums
+
+def test_a_bit_flip_inside_an_evaluation_is_caught(tmp_path, pl):
+    path = _filled(tmp_path, pl)
+    con = sqlite3.connect(path)
+    run_id, steps, returns = con.execute("SELECT run_id, env_steps, returns FROM evaluations "
+                                         "ORDER BY run_id, env_steps LIMIT 1").fetchone()
+    assert returns == "[0.0, 2.0]"
+    con.execute("UPDATE evaluations SET returns=? WHERE run_id=? AND env_steps=?", ("[0.0, 3.0]", run_id, steps))
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match=f"run {run_id} at {steps} env steps does not match its checksum"):
+        export_table(path)
+    result = CliRunner().invoke(main, ["export", str(path), "-o", str(tmp_path / "o.csv")])
+    assert result.exit_code == 2 and "checksum" in result.output and not (tmp_path / "o.csv").exists()
+
+
+def _downgrade_to_v1(path) -> None:
+    """Rewrite a store as schema 1 wrote it: no checksum column."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE ev1 (run_id TEXT NOT NULL REFERENCES runs(run_id), env_steps INTEGER NOT NULL,
+                          returns TEXT NOT NULL, lengths TEXT NOT NULL, wall_time REAL NOT NULL,
+                          PRIMARY KEY (run_id, env_steps));
+        INSERT INTO ev1 SELECT run_id, env_steps, returns, lengths, wall_time FROM evaluations;
+        DROP TABLE evaluations;
+        ALTER TABLE ev1 RENAME TO evaluations;
+        UPDATE meta SET value='1' WHERE key='schema_version';
+    """)
+    con.commit()
+    con.close()
+
+
+def test_version_1_store_is_read_with_a_note_and_migrated_by_run(tmp_path, pl):
+    from rlaudit.store.export import UNVERIFIED_NOTE
+
+    path = _filled(tmp_path, pl)
+    before = export_table(path).frame
+    _downgrade_to_v1(path)
+    old = export_table(path)
+    assert old.frame.equals(before) and UNVERIFIED_NOTE in old.meta.notes
+
+    Store.open_for_run(path, pl.protocol).close()  # what `rlaudit run` does first
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert con.execute("SELECT count(*) FROM evaluations WHERE checksum=''").fetchone()[0] == 0
+    con.close()
+    new = export_table(path)
+    assert new.frame.equals(before) and UNVERIFIED_NOTE not in new.meta.notes

@@ -39,70 +39,12 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlaudit.algorithms.registry import NOT_HYPERPARAMS, AlgorithmSpec, _kind_of_space, get_spec
+from rlaudit.algorithms.contract import LEARNER_METHODS, algorithm_kind, constructor_params
+from rlaudit.algorithms.contract import kind_of_space as _kind_of_space
+from rlaudit.algorithms.registry import AlgorithmSpec, get_spec
 from rlaudit.errors import InputError
 
-LEARNER_METHODS: tuple[str, ...] = ("learn", "predict", "get_params")
-"""Methods a learner-protocol class must define."""
-
-
-def _is_sb3(cls: type) -> bool:
-    try:
-        from stable_baselines3.common.base_class import BaseAlgorithm
-    except ImportError:  # pragma: no cover - SB3 is a core dependency
-        return False
-    return issubclass(cls, BaseAlgorithm)
-
-
-def algorithm_kind(cls: type, who: str = "") -> str:
-    """Return ``"sb3"`` or ``"learner"`` for ``cls``.
-
-    Raises:
-        InputError: ``cls`` is neither; the message lists what the learner protocol is missing.
-    """
-    if _is_sb3(cls):
-        return "sb3"
-    missing = [m for m in LEARNER_METHODS if not callable(getattr(cls, m, None))]
-    try:
-        init_params = inspect.signature(cls.__init__).parameters
-    except (TypeError, ValueError):
-        init_params = {}
-    for arg in ("env", "seed"):
-        if arg not in init_params:
-            missing.append(f"__init__ argument {arg!r}")
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in init_params.values()):
-        missing.append("explicit keyword hyperparameters in __init__ (found **kwargs)")
-    if missing:
-        name = f"{cls.__module__}.{cls.__qualname__}"
-        raise InputError(
-            f"{who or name}: {name} is neither a stable-baselines3 BaseAlgorithm subclass nor a learner: "
-            f"missing {', '.join(missing)} (see docs/plugins.md)"
-        )
-    return "learner"
-
-
-def constructor_params(cls: type) -> dict[str, Any]:
-    """Keyword hyperparameters of ``cls.__init__`` and their defaults (``inspect.Parameter.empty`` if none).
-
-    ``policy`` counts as a hyperparameter of SB3 algorithms; plumbing (``env``, ``seed``, ``verbose``,
-    ``policy_kwargs``, logging) does not.
-    """
-    params: dict[str, Any] = {}
-    # An SB3 subclass may add its own keywords and pass **kwargs on: follow the MRO until a class's
-    # __init__ takes no **kwargs, so DQNFamily lists DQN's hyperparameters too.
-    for klass in cls.__mro__:
-        if "__init__" not in vars(klass):
-            continue
-        more = False
-        for p in inspect.signature(klass.__init__).parameters.values():
-            if p.kind is p.VAR_KEYWORD:
-                more = True
-            elif p.name not in NOT_HYPERPARAMS and p.kind is not p.VAR_POSITIONAL:
-                params.setdefault(p.name, p.default)
-        if not more:
-            break
-    return params
-
+__all__ = ["LEARNER_METHODS", "Agent", "algorithm_kind", "constructor_params", "make_agent"]
 
 def _plain(value: Any) -> Any:
     """Make a hyperparameter value JSON-friendly (tuples -> lists, classes/functions -> 'module:name')."""

@@ -29,28 +29,17 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+# NOT_HYPERPARAMS is re-exported: it was defined here before rlaudit.algorithms.contract existed.
+from rlaudit.algorithms.contract import NOT_HYPERPARAMS  # noqa: F401
+from rlaudit.algorithms.contract import ACTION_SPACES, algorithm_kind, constructor_params
+from rlaudit.algorithms.contract import kind_of_space as _kind_of_space
 from rlaudit.errors import InputError, did_you_mean
 
 ENTRY_POINT_GROUP = "rlaudit.algorithms"
-ACTION_SPACES: tuple[str, ...] = ("discrete", "box", "multi_discrete", "multi_binary")
-"""Action-space kinds, by the name of the :mod:`gymnasium.spaces` class in snake case."""
-
 KINDS = ("sb3", "learner")
-
-# Constructor parameters that are plumbing, not hyperparameters: rlaudit supplies them (env, seed, the
-# policy keyword arguments from the protocol's own field) or they only affect logging.
-NOT_HYPERPARAMS = frozenset(
-    {"self", "env", "seed", "policy_kwargs", "verbose", "tensorboard_log", "_init_setup_model", "stats_window_size"}
-)
-
 
 class RegistryWarning(UserWarning):
     """A name registered twice, or claimed by two packages."""
-
-
-def _kind_of_space(space: Any) -> str:
-    name = type(space).__name__
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 class AlgorithmSpec:
@@ -144,8 +133,6 @@ class AlgorithmSpec:
             ) from None
         if not attr or not inspect.isclass(obj):
             raise InputError(f"{who}: entry point {self.entry_point!r} must name a class ('module:Class')")
-        from rlaudit.algorithms.adapter import algorithm_kind
-
         kind = algorithm_kind(obj, who)
         if self._action_spaces is None:
             spaces = getattr(obj, "rlaudit_action_spaces", ACTION_SPACES)
@@ -168,13 +155,13 @@ class AlgorithmSpec:
 
         Loads the class. Parameters without a default are reported as ``inspect.Parameter.empty``.
         """
-        from rlaudit.algorithms.adapter import constructor_params
-
         params = constructor_params(self.load())
         return {**params, **self.defaults}
 
     def check_hyperparams(self, hp: Mapping[str, Any], where: str) -> None:
-        """Reject unknown or ill-typed hyperparameter names and values.
+        """Reject unknown hyperparameter names, and values of the wrong type or out of range.
+
+        Types come from the constructor's annotations (:mod:`rlaudit.algorithms.hyperparams`).
 
         Args:
             hp: hyperparameters as written in the protocol (``[[algorithms]] hyperparams``).
@@ -183,8 +170,6 @@ class AlgorithmSpec:
         Raises:
             InputError: naming ``where``, the hyperparameter and (for typos) the closest valid names.
         """
-        from rlaudit.algorithms.adapter import constructor_params
-
         cls = self.load()
         known = constructor_params(cls)
         for name, value in hp.items():
@@ -195,18 +180,16 @@ class AlgorithmSpec:
                     f"{where}: unknown hyperparameter {name!r} for algorithm {self.name!r}"
                     f"{did_you_mean(name, known)}"
                 )
-            default = known[name]
-            if isinstance(default, bool) and not isinstance(value, bool):
-                raise InputError(f"{where}.{name}: expected true or false for {self.name!r}, got {value!r}")
-            if isinstance(default, (int, float)) and not isinstance(default, bool):
-                if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
-                    raise InputError(f"{where}.{name}: expected a number for {self.name!r}, got {value!r}")
+        from rlaudit.algorithms.hyperparams import check_ranges, check_types
+
+        check_types(cls, hp, where, self.name)
         validate = getattr(cls, "validate_hyperparams", None)
         if callable(validate):
             try:
                 validate({**self.defaults, **hp})
             except ValueError as exc:
                 raise InputError(f"{where}: {self.name}: {exc}") from None
+        check_ranges(hp, where, self.name)
 
     def supports(self, action_space: Any) -> bool:
         """Whether the algorithm handles ``action_space`` (a :class:`gymnasium.spaces.Space`)."""

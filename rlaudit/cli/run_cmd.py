@@ -55,6 +55,18 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
          f"(steps/s: {source})")
     echo(f"store: {store_path}")
+    _warn_if_large(specs, workers, seconds)
+
+
+def _warn_if_large(specs, workers: int, seconds: float | None = None) -> None:
+    from rlaudit.protocol.plan import size_warning
+    from rlaudit.run.driver import estimate_seconds
+
+    if seconds is None:
+        seconds = estimate_seconds(specs, workers)[0]
+    warning = size_warning(sum(s.total_steps for s in specs), seconds)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.command()
@@ -119,7 +131,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     from rlaudit.protocol import parse_only
     from rlaudit.run.driver import run_plan
     from rlaudit.run.executors import default_workers, get_executor
-    from rlaudit.store import Store
+    from rlaudit.store import Store, done_run_ids
 
     p, plan_ = _load(protocol, rerun_suite, rerun_budgets, rerun_seeds)
     store_path = _store_path(store, p)
@@ -139,7 +151,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     if dry_run:
         Store.open_for_run(store_path, p, new_store=new_store, check_only=True)
         specs = plan_.select(selection)
-        done = _done_ids(store_path) if store_path.exists() and not new_store else set()
+        done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
         todo = [s for s in specs if s.run_id not in done]
         _print_plan(plan_, todo, store_path, workers or default_workers())
         click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "
@@ -149,20 +161,11 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         return
     ex = get_executor(executor, **opts)
     Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
+    _warn_if_large(plan_.select(selection), workers or default_workers())
     check = getattr(ex, "check", None)
     if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
         check(plan_.select(selection))
     run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
-
-
-def _done_ids(store_path: Path) -> set[str]:
-    from rlaudit.store import open_readonly
-
-    con = open_readonly(store_path)
-    try:
-        return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
-    finally:
-        con.close()
 
 
 @click.command()

@@ -1,24 +1,20 @@
 """Importers: published score formats -> the tidy :class:`~rlaudit.scores.ScoreTable`.
 
 Each format has a module; :data:`IMPORTERS` maps the format name to its entry point (imported on use).
-:func:`import_path` converts paths, :func:`import_source` wraps the result for ``rlaudit audit``, and
-:func:`check_data_section` / :func:`load_data_section` serve a published protocol's ``[data]`` section.
+:func:`import_path` converts paths. A published protocol's ``[data]`` section is checked and loaded by
+:mod:`rlaudit.importers.data_section`; ``rlaudit.sources`` wraps tables as audit sources.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import importlib
 import os
-import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-
-import pandas as pd
+from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.scores import ScoreMeta, ScoreTable
+from rlaudit.importers._common import content_sha256  # noqa: F401 (public: how protocols state sha256)
+from rlaudit.scores import ScoreTable
 
 
 @dataclass(frozen=True)
@@ -61,10 +57,11 @@ def _load(ref: str):
 
 def importer_options(fmt: str) -> dict[str, str]:
     """Accepted options of format ``fmt`` (name -> description)."""
-    return _load(_spec(fmt, "format").options)
+    return _load(importer_spec(fmt, "format").options)
 
 
-def _spec(fmt: str, where: str) -> ImporterSpec:
+def importer_spec(fmt: str, where: str) -> ImporterSpec:
+    """The registered format ``fmt``; an unknown name raises :class:`InputError` naming ``where``."""
     if fmt not in IMPORTERS:
         raise InputError(f"{where}: unknown format {fmt!r}{did_you_mean(fmt, IMPORTERS)}; "
                          f"known formats: {', '.join(IMPORTERS)}")
@@ -94,171 +91,4 @@ def import_path(fmt: str | None, paths, **options) -> ScoreTable:
         from rlaudit.importers.sniff import sniff
 
         fmt = sniff(paths[0])
-    return _load(_spec(fmt, "--format").entry)(paths, **options)
-
-
-def import_source(path, fmt: str | None = None, options: dict | None = None):
-    """Import one published-format path as a :class:`rlaudit.sources.Source` (used by ``load_source``)."""
-    from rlaudit.sources import Source
-
-    table = import_path(fmt, [Path(path)], **(options or {}))
-    return Source(table, str(path))
-
-
-# ------------------------------------------------------------------------------- protocol [data] section
-
-DATA_KEYS = {"format": "importer name", "options": "importer options (table)", "files": "array of file tables"}
-FILE_KEYS = {"path": "path relative to --data DIR or the fetch cache", "url": "download URL",
-             "sha256": "SHA-256 of the file content (after gunzip for .gz paths)",
-             "options": "importer options for this file only (merged over [data].options)"}
-_SHA = re.compile(r"^[0-9a-f]{64}$")
-
-
-def check_data_section(data: dict, where: str) -> None:
-    """Validate a protocol's ``[data]`` table; raise :class:`InputError` naming ``where`` and the field."""
-    if not isinstance(data, dict):
-        raise InputError(f"{where}: must be a table ([data])")
-    for k in data:
-        if k not in DATA_KEYS:
-            raise InputError(f"{where}: unknown field {k!r}{did_you_mean(k, DATA_KEYS)}; expected {', '.join(DATA_KEYS)}")
-    if "format" not in data:
-        raise InputError(f"{where}: missing field 'format' (one of {', '.join(IMPORTERS)})")
-    fmt = data["format"]
-    if not isinstance(fmt, str):
-        raise InputError(f"{where}: field 'format' must be a string")
-    _spec(fmt, f"{where}: field 'format'")
-    allowed = importer_options(fmt)
-    options = data.get("options", {})
-    _check_opts(options, allowed, f"{where}: options", fmt)
-    files = data.get("files")
-    if not isinstance(files, list) or not files:
-        raise InputError(f"{where}: field 'files' must be a non-empty array of tables ([[data.files]])")
-    seen = set()
-    for i, f in enumerate(files):
-        w = f"{where}: files[{i}]"
-        if not isinstance(f, dict):
-            raise InputError(f"{w}: must be a table with path, url, sha256")
-        for k in f:
-            if k not in FILE_KEYS:
-                raise InputError(f"{w}: unknown field {k!r}{did_you_mean(k, FILE_KEYS)}")
-        for k in ("path", "url", "sha256"):
-            if not isinstance(f.get(k), str) or not f[k]:
-                raise InputError(f"{w}: missing or empty string field {k!r}")
-        p = PurePosixPath(f["path"])
-        if p.is_absolute() or ".." in p.parts or "\\" in f["path"]:
-            raise InputError(f"{w}: 'path' must be relative without '..', got {f['path']!r}")
-        if f["path"] in seen:
-            raise InputError(f"{w}: path {f['path']!r} listed twice")
-        seen.add(f["path"])
-        if not f["url"].startswith(("https://", "http://")):
-            raise InputError(f"{w}: 'url' must start with https:// or http://, got {f['url']!r}")
-        if not _SHA.match(f["sha256"]):
-            raise InputError(f"{w}: 'sha256' must be 64 lower-case hex digits")
-        _check_opts(f.get("options", {}), allowed, f"{w}: options", fmt)
-
-
-def _check_opts(options, allowed: dict, where: str, fmt: str) -> None:
-    if not isinstance(options, dict):
-        raise InputError(f"{where} must be a table")
-    for k in options:
-        if k not in allowed:
-            raise InputError(f"{where}: unknown option {k!r} for format {fmt!r}{did_you_mean(k, allowed)}")
-
-
-def content_sha256(path: Path) -> str:
-    """SHA-256 of a file's content, gunzipped first when the file is gzip data (how protocols state it)."""
-    from rlaudit.importers._common import read_bytes
-
-    return hashlib.sha256(read_bytes(path)).hexdigest()
-
-
-def load_data_section(data: dict, where: str, data_dir: Path | None) -> ScoreTable:
-    """Verify and import the files of a protocol's ``[data]`` section.
-
-    Args:
-        data: the ``[data]`` table (already checked by :func:`check_data_section`, checked again here).
-        where: the protocol file, for messages.
-        data_dir: folder the ``path`` fields are relative to; ``None`` = the fetch cache
-            (``$RLAUDIT_CACHE`` or ``~/.cache/rlaudit``).
-
-    Returns:
-        One table. Files whose options differ are imported separately and concatenated; when some hold
-        Atari human-normalised scores and others raw scores, the normalised ones are converted back to raw
-        game scores with the Atari reference scores (reported in ``meta.notes``).
-    """
-    check_data_section(data, where)
-    from rlaudit.importers._common import track
-    from rlaudit.importers.fetch import cache_dir
-
-    protocol = where.split(": ")[0]  # `where` may be "file.toml: data"
-    cached = data_dir is None
-    base = cache_dir() if cached else Path(data_dir)
-    if not base.is_dir():
-        hint = f"run `rlaudit fetch {protocol}` or pass --data DIR" if cached else "pass the folder that holds the data"
-        raise InputError(f"{base}: data folder does not exist ({hint})")
-    groups: dict[str, tuple[dict, list[Path]]] = {}
-    for f in track(data["files"], "verifying data files"):
-        path = base / f["path"]
-        if not path.is_file():
-            hint = f"run `rlaudit fetch {protocol}`" if cached else f"is --data {base} the right folder?"
-            raise InputError(f"{path}: file listed in {protocol} is missing ({hint})")
-        actual = content_sha256(path)
-        if actual != f["sha256"]:
-            raise InputError(f"{path}: checksum mismatch: sha256 {actual[:16]}… but {protocol} expects "
-                             f"{f['sha256'][:16]}… (not the published file)")
-        opts = {**data.get("options", {}), **f.get("options", {})}
-        key = repr(sorted(opts.items()))
-        groups.setdefault(key, (opts, []))[1].append(path)
-    tables = [import_path(data["format"], paths, **opts) for opts, paths in groups.values()]
-    table = tables[0] if len(tables) == 1 else _combine(tables, where)
-    return ScoreTable(table.frame, dataclasses.replace(table.meta, source=protocol))
-
-
-def _combine(tables: list[ScoreTable], where: str) -> ScoreTable:
-    units = {t.meta.budget_unit for t in tables}
-    kinds = {t.meta.score_kind for t in tables}
-    if len(units) > 1 or len(kinds) > 1:
-        raise InputError(f"{where}: [data] files disagree on budget unit or score kind "
-                         f"({', '.join(sorted(units | kinds))}); set 'budget_unit' in the file options")
-    norms = {t.meta.normalized for t in tables}
-    notes: list[str] = []
-    frames = []
-    if len(norms) > 1:
-        if norms != {"", "atari"}:
-            raise InputError(f"{where}: [data] files mix normalisations {sorted(norms)} that cannot be reconciled")
-        for t in tables:
-            if t.meta.normalized == "atari":
-                frames.append(_denormalize_atari(t, where))
-                notes.append(f"{', '.join(sorted(t.algorithms))}: human-normalised scores converted back to raw "
-                             "game scores with the Atari reference scores (raw = HNS · (human − random) + random)")
-            else:
-                frames.append(t.frame)
-        normalized = ""
-    else:
-        frames = [t.frame for t in tables]
-        normalized = norms.pop()
-    for t in tables:
-        notes += [n for n in t.meta.notes if n not in notes]
-    meta = ScoreMeta(budget_unit=units.pop(), score_kind=kinds.pop(), source=where, normalized=normalized,
-                     notes=tuple(notes))
-    return ScoreTable.from_frame(pd.concat(frames, ignore_index=True), meta, where=where, line_offset=1)
-
-
-def _denormalize_atari(table: ScoreTable, where: str) -> pd.DataFrame:
-    """Human-normalised scores back to raw game scores: ``raw = hns * (human - random) + random``."""
-    import numpy as np
-
-    from rlaudit.stats.normalize import ATARI_REFERENCE, canonical_game
-
-    frame = table.frame.copy()
-    lows, highs = [], []
-    for task in frame["task"]:
-        game = canonical_game(task)
-        if game not in ATARI_REFERENCE:
-            raise InputError(f"{where}: no Atari reference scores for task {task!r}")
-        low, high = ATARI_REFERENCE[game]
-        lows.append(low)
-        highs.append(high)
-    lo, hi = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
-    frame["score"] = frame["score"].to_numpy(dtype=np.float64) * (hi - lo) + lo
-    return frame
+    return _load(importer_spec(fmt, "--format").entry)(paths, **options)

@@ -3,32 +3,76 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
 
 GZIP_MAGIC = b"\x1f\x8b"
+CHUNK = 1 << 16
+MAX_CONTENT_BYTES = 1 << 30
+"""Largest content (after gunzip) read from one input file: a small gzip bomb must not fill the memory."""
 
 
-def read_bytes(path: Path) -> bytes:
-    """Return the content of ``path``, gunzipped when it is gzip data; errors name the file."""
+def iter_content(path: Path, max_bytes: int | None = None) -> Iterator[bytes]:
+    """Yield the content of ``path`` in chunks, gunzipped on the fly when it is gzip data.
+
+    At most ``max_bytes`` (default :data:`MAX_CONTENT_BYTES`) are produced; the decompressor is never
+    asked for more, so a gzip bomb costs one chunk of memory before it is refused.
+
+    Raises:
+        InputError: unreadable file, truncated or corrupt gzip data, or content over the cap.
+    """
+    cap = MAX_CONTENT_BYTES if max_bytes is None else max_bytes
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            packed = fh.read(2) == GZIP_MAGIC
+        # GzipFile.read(n) inflates at most n bytes per call (zlib's max_length), so memory stays bounded.
+        with (gzip.open(path, "rb") if packed else open(path, "rb")) as fh:
+            n_out = 0
+            for chunk in iter(lambda: fh.read(CHUNK), b""):
+                n_out += len(chunk)
+                if n_out > cap:
+                    raise InputError(f"{path}: content larger than {cap:,} bytes{' once gunzipped' if packed else ''}; "
+                                     f"refusing to read it")
+                yield chunk
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a file") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"{path}: truncated or corrupt gzip data ({_first_line(exc)})") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            return gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise InputError(f"{path}: truncated or corrupt gzip data ({_first_line(exc)})") from None
-    return raw
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def read_bytes(path: Path, max_bytes: int | None = None) -> bytes:
+    """Return the content of ``path``, gunzipped when it is gzip data (see :func:`iter_content`)."""
+    return b"".join(iter_content(path, max_bytes))
+
+
+def content_sha256(path: Path, max_bytes: int | None = None) -> str:
+    """SHA-256 of a file's content, gunzipped first when it is gzip data (how protocols state it), streamed."""
+    h = hashlib.sha256()
+    for chunk in iter_content(path, max_bytes):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def decode_utf8(content: bytes, path: Path, what: str) -> str:
+    """``content`` as UTF-8 text; bytes that are not UTF-8 raise :class:`InputError` naming line and byte.
+
+    Never decodes with replacement: a name rewritten to U+FFFD would silently become another name.
+    """
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}: not a {what} in UTF-8 (line {line}, byte {exc.start} is "
+                         f"0x{content[exc.start]:02x}); save it as UTF-8") from None
 
 
 def load_json(path: Path, content: bytes | None = None):
@@ -38,10 +82,7 @@ def load_json(path: Path, content: bytes | None = None):
         InputError: naming the file, line and column of the first syntax error (e.g. a truncated file).
     """
     content = read_bytes(path) if content is None else content
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a JSON text file (byte {exc.start} is not UTF-8)") from None
+    text = decode_utf8(content, path, "JSON text file")
     if not text.strip():
         raise InputError(f"{path}: empty file, expected JSON")
     try:
@@ -157,6 +198,24 @@ def strip_suffixes(path: Path, suffixes: Iterable[str] = (".gz", ".json", ".npz"
                 name = name[: -len(s)]
                 changed = True
     return name
+
+
+def check_record(record, keys: Sequence[str], where: str, shape: str) -> dict:
+    """A JSON record that must be an object with exactly ``keys``; ``shape`` names it in messages
+    (e.g. ``"{Iteration, Value, Agent}"``).
+
+    Raises:
+        InputError: not an object, an unexpected key, or a missing key, naming ``where``.
+    """
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected an object {shape}, got a {type_name(record)}")
+    extra = sorted(set(record) - set(keys))
+    if extra:
+        raise InputError(f"{where}: unexpected key {extra[0]!r}; expected keys {', '.join(keys)}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise InputError(f"{where}: missing key {missing[0]!r}")
+    return record
 
 
 def type_name(value) -> str:

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError
-from rlaudit.importers._common import check_options, expand, load_json, opt_budgets, opt_int, track, type_name
+from rlaudit.importers._common import (check_options, check_record, expand, load_json, opt_budgets, opt_int, track,
+                                       type_name)
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 RULES = ("last", "linear")
@@ -132,14 +133,7 @@ def import_curves(paths: list[Path], **options) -> ScoreTable:
             raise InputError(f"{path}: the array of runs is empty")
         for i, run in enumerate(data):
             where = f"{path}: run #{i}"
-            if not isinstance(run, dict):
-                raise InputError(f"{where}: expected an object {{task, method, seed, xs, ys}}, got a {type_name(run)}")
-            extra = sorted(set(run) - set(RUN_KEYS))
-            if extra:
-                raise InputError(f"{where}: unexpected key {extra[0]!r}; expected keys {', '.join(RUN_KEYS)}")
-            missing = [k for k in RUN_KEYS if k not in run]
-            if missing:
-                raise InputError(f"{where}: missing key {missing[0]!r}")
+            check_record(run, RUN_KEYS, where, "{task, method, seed, xs, ys}")
             task, method, seed = run["task"], options.get("algorithm") or run["method"], run["seed"]
             if not isinstance(task, str) or not task:
                 raise InputError(f"{where}: 'task' must be a non-empty string, got {task!r}")

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, format_rows
-from rlaudit.importers._common import (check_options, expand, load_json, opt_budgets, opt_int, strip_suffixes,
-                                       track, type_name)
+from rlaudit.importers._common import (check_options, check_record, expand, load_json, opt_budgets, opt_int,
+                                       strip_suffixes, track, type_name)
 from rlaudit.importers.curves import resample, resample_rule_note
 from rlaudit.scores import ScoreMeta, ScoreTable
 
@@ -212,14 +212,7 @@ def read_records(path: Path, content: bytes | None = None) -> tuple[np.ndarray, 
 def _find_bad_record(path: Path, data: list) -> None:
     for i, r in enumerate(data, start=1):
         where = f"{path}: record {i}"
-        if not isinstance(r, dict):
-            raise InputError(f"{where}: expected an object {{Iteration, Value, Agent}}, got a {type_name(r)}")
-        extra = sorted(set(r) - set(RECORD_KEYS))
-        if extra:
-            raise InputError(f"{where}: unexpected key {extra[0]!r}; expected exactly {', '.join(RECORD_KEYS)}")
-        for k in RECORD_KEYS:
-            if k not in r:
-                raise InputError(f"{where}: missing key {k!r}")
+        check_record(r, RECORD_KEYS, where, "{Iteration, Value, Agent}")
         if not isinstance(r["Agent"], str) or not r["Agent"]:
             raise InputError(f"{where}: 'Agent' must be a non-empty string, got {type_name(r['Agent'])}")
         it = r["Iteration"]

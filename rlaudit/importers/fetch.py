@@ -12,12 +12,16 @@ not gzip data but is bound for a ``.gz`` path is compressed after verification.
 
 ``$RLAUDIT_FETCH_BASE`` (or ``--mirror``) replaces every URL by ``<base>/<path>``: a mirror or a local copy
 laid out like ``--data DIR``.
+
+Hostile input: every ``path`` stays inside the cache (checked again here, after the ``[data]`` checks); a
+``.part`` that is a symbolic link is removed, never written through; redirects go to ``http(s)://`` only;
+a download stops at :data:`MAX_DOWNLOAD_BYTES` and its content at
+:data:`~rlaudit.importers._common.MAX_CONTENT_BYTES` once gunzipped (checksums are streamed).
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import http.client
 import os
 import socket
@@ -29,16 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rlaudit.errors import InputError
-from rlaudit.importers._common import GZIP_MAGIC
+from rlaudit.importers._common import CHUNK, GZIP_MAGIC, content_sha256
+from rlaudit.importers.data_section import cache_dir, check_data_section
 
-CHUNK = 1 << 16
 DEFAULT_RETRIES = 4
-
-
-def cache_dir() -> Path:
-    """The fetch cache: ``$RLAUDIT_CACHE`` or ``~/.cache/rlaudit``."""
-    env = os.environ.get("RLAUDIT_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "rlaudit"
+MAX_DOWNLOAD_BYTES = 1 << 30
+"""Largest file ``fetch`` downloads (the published files are a few MB; a larger body is not the file)."""
+REDIRECT_SCHEMES = ("http", "https")
 
 
 def file_url(entry: dict, mirror: str | None = None) -> str:
@@ -50,26 +51,46 @@ def file_url(entry: dict, mirror: str | None = None) -> str:
 
 
 def _content_digest(data_path: Path) -> str:
-    with open(data_path, "rb") as fh:
-        head = fh.read(2)
-    if head == GZIP_MAGIC:
-        h = hashlib.sha256()
-        try:
-            with gzip.open(data_path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(CHUNK), b""):
-                    h.update(chunk)
-        except (EOFError, OSError):
-            return "corrupt-gzip"
-        return h.hexdigest()
-    h = hashlib.sha256()
-    with open(data_path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """Streamed content digest; ``"unreadable: …"`` (never a match) for a corrupt or oversized file."""
+    try:
+        return content_sha256(data_path)
+    except InputError as exc:
+        return f"unreadable: {exc}"
+
+
+def _destination(cache: Path, rel: str) -> Path:
+    """``cache/rel``, refusing any ``rel`` that would not name a file strictly inside ``cache``."""
+    if "\0" in rel or not rel.strip():
+        raise InputError(f"{rel!r}: not a usable file path")
+    dest = cache / rel
+    root = os.path.abspath(cache)
+    target = os.path.abspath(dest)
+    if os.path.commonpath([root, target]) != root or target == root:
+        raise InputError(f"{rel!r}: path escapes the cache {cache}")
+    return dest
+
+
+class _SafeRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects to http(s) only (urllib's default also follows ``ftp://``)."""
+
+    def http_error_302(self, req, fp, code, msg, headers):
+        newurl = headers.get("location") or headers.get("uri")
+        if newurl is not None:
+            scheme = urllib.parse.urlsplit(urllib.parse.urljoin(req.full_url, newurl)).scheme.lower()
+            if scheme not in REDIRECT_SCHEMES:
+                raise InputError(f"{req.full_url}: redirected to a {scheme or 'schemeless'}:// URL ({newurl}); "
+                                 f"only http(s) redirects are followed")
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+
+_OPENER = urllib.request.build_opener(_SafeRedirects)
 
 
 def fetch_file(entry: dict, cache: Path, mirror: str | None = None, retries: int = DEFAULT_RETRIES,
-               timeout: float = 60.0, on_bytes: Callable[[int], None] | None = None) -> tuple[Path, str]:
+               timeout: float = 60.0, on_bytes: Callable[[int], None] | None = None,
+               max_bytes: int = MAX_DOWNLOAD_BYTES) -> tuple[Path, str]:
     """Make ``cache/entry["path"]`` hold the verified file.
 
     Args:
@@ -79,6 +100,7 @@ def fetch_file(entry: dict, cache: Path, mirror: str | None = None, retries: int
         retries: attempts after a dropped connection.
         timeout: socket timeout in seconds.
         on_bytes: progress callback, called with each chunk's size.
+        max_bytes: largest body accepted (the download is deleted past it).
 
     Returns:
         ``(path, status)`` with status ``"cached"`` (already there and verified) or ``"downloaded"``.
@@ -86,16 +108,21 @@ def fetch_file(entry: dict, cache: Path, mirror: str | None = None, retries: int
     Raises:
         InputError: checksum mismatch (the download is deleted), HTTP error, or too many dropped connections.
     """
-    dest = cache / entry["path"]
-    if dest.is_file() and _content_digest(dest) == entry["sha256"]:
+    dest = _destination(cache, entry["path"])
+    if dest.is_file() and not dest.is_symlink() and _content_digest(dest) == entry["sha256"]:
         return dest, "cached"
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
+    if part.is_symlink() or (part.exists() and not part.is_file()):
+        # Resuming would append through the link into whatever it points at: start from zero instead.
+        if part.is_dir() and not part.is_symlink():
+            raise InputError(f"{part}: a folder is in the way of the download; remove it")
+        part.unlink()
     url = file_url(entry, mirror)
     attempt = 0
     while True:
         try:
-            _download(url, part, timeout, on_bytes)
+            _download(url, part, timeout, on_bytes, max_bytes)
             break
         except InputError:
             part.unlink(missing_ok=True)
@@ -128,14 +155,14 @@ class _Dropped(Exception):
     """The connection closed or timed out before the whole body arrived."""
 
 
-def _download(url: str, part: Path, timeout: float, on_bytes) -> None:
+def _download(url: str, part: Path, timeout: float, on_bytes, max_bytes: int) -> None:
     """Download ``url`` into ``part``, resuming from its current size when the server honours ``Range``."""
-    have = part.stat().st_size if part.exists() else 0
+    have = part.lstat().st_size if part.exists() else 0
     req = urllib.request.Request(url, headers={"User-Agent": "rlaudit-fetch"})
     if have:
         req.add_header("Range", f"bytes={have}-")
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)
+        resp = _OPENER.open(req, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # the .part is already complete (or longer): start again
             part.unlink(missing_ok=True)
@@ -154,10 +181,17 @@ def _download(url: str, part: Path, timeout: float, on_bytes) -> None:
             raise _Dropped("server answered with an unexpected range; restarting")
         expected = resp.headers.get("Content-Length")
         expected = int(expected) if expected and expected.isdigit() else None
+        if expected is not None and (have if resumed else 0) + expected > max_bytes:
+            raise InputError(f"{url}: the server announces {expected:,} bytes, more than the {max_bytes:,} a "
+                             f"published data file may have")
         got = 0
-        with open(part, "ab" if resumed else "wb") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if resumed else os.O_TRUNC)
+        with os.fdopen(os.open(part, flags, 0o644), "wb") as fh:
             try:
                 for chunk in iter(lambda: resp.read(CHUNK), b""):
+                    if (have if resumed else 0) + got + len(chunk) > max_bytes:
+                        raise InputError(f"{url}: more than {max_bytes:,} bytes; not a published data file "
+                                         f"(the download was deleted)")
                     fh.write(chunk)
                     got += len(chunk)
                     if on_bytes:
@@ -182,8 +216,6 @@ def fetch_protocol(protocol: Path, cache: Path | None = None, mirror: str | None
         ``(path, status)`` per file, in protocol order.
     """
     import tomllib
-
-    from rlaudit.importers import check_data_section
 
     protocol = Path(protocol)
     try:

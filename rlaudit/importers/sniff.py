@@ -40,9 +40,12 @@ def sniff(path: Path) -> str:
     if name.endswith(".parquet"):
         return "tidy"
     if name.endswith((".csv", ".csv.gz", ".tsv")):
-        from rlaudit.importers._common import read_bytes
+        from rlaudit.importers._common import iter_content
 
-        head = read_bytes(path).decode("utf-8", errors="replace").splitlines()
+        # The first chunk is enough to recognise a header; never inflate a whole file to sniff it.
+        chunks = iter_content(path)
+        head = next(chunks, b"").decode("utf-8", errors="replace").splitlines()
+        chunks.close()
         header = next((line for line in head if not line.startswith("#")), "")
         cols = {c.strip().lower() for c in header.split(",")}
         return "tidy" if TIDY_COLUMNS <= cols else "wide"

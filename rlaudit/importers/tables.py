@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from rlaudit.errors import InputError
-from rlaudit.importers._common import check_options, opt_int, parse_count, read_bytes
+from rlaudit.importers._common import check_options, decode_utf8, opt_int, parse_count, read_bytes
 from rlaudit.scores import COLUMNS, ScoreMeta, ScoreTable, read_scores
 
 ALIASES = {
@@ -67,7 +67,7 @@ def import_wide(paths: list[Path], **options) -> ScoreTable:
         path = Path(path)
         if path.is_dir():
             raise InputError(f"{path}: is a directory; the wide importer reads CSV files")
-        text = read_bytes(path).decode("utf-8", errors="replace")
+        text = decode_utf8(read_bytes(path), path, "CSV text file")
         try:
             df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#")
         except pd.errors.EmptyDataError:

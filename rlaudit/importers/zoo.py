@@ -18,7 +18,7 @@ import pandas as pd
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import check_options, expand
-from rlaudit.scores import ScoreMeta, ScoreTable
+from rlaudit.scores import BUDGET_MAX, ScoreMeta, ScoreTable
 
 FILE_NAME = "evaluations.npz"
 OPTIONS = {
@@ -72,10 +72,23 @@ def read_evaluations(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise InputError(f"{path}: 'results'[{row}, {col}] is not finite ({results[row, col]})")
+    # Before any cast: int64 would wrap 2**63 and above to negative steps, and a float would truncate.
+    as_float = steps.astype(np.float64)
+    if steps.dtype.kind == "f" and not np.all(np.isfinite(steps) & (steps == np.round(steps))):
+        i = int(np.argmax(~(np.isfinite(steps) & (steps == np.round(steps)))))
+        raise InputError(f"{path}: 'timesteps'[{i}] is not a whole number ({steps[i]})")
+    if np.any(as_float < 0):
+        i = int(np.argmax(as_float < 0))
+        raise InputError(f"{path}: 'timesteps'[{i}] is negative ({steps[i]}); env steps count from 0")
+    too_big = steps > np.uint64(BUDGET_MAX) if steps.dtype.kind == "u" else as_float >= 2.0**63
+    if steps.dtype.kind != "i" and np.any(too_big):
+        i = int(np.argmax(too_big))
+        raise InputError(f"{path}: 'timesteps'[{i}] is larger than 2^63 - 1 ({steps[i]})")
+    steps = steps.astype(np.int64)
     if np.any(np.diff(steps) <= 0):
         i = int(np.argmax(np.diff(steps) <= 0)) + 1
         raise InputError(f"{path}: 'timesteps' does not increase at evaluation {i} ({steps[i - 1]} then {steps[i]})")
-    return steps.astype(np.int64), results.astype(np.float64).mean(axis=1)
+    return steps, results.astype(np.float64).mean(axis=1)
 
 
 def import_zoo(paths: list[Path], **options) -> ScoreTable:

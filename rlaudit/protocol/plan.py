@@ -17,6 +17,22 @@ from rlaudit.protocol.schema import Protocol
 from rlaudit.run.spec import AlgoSpec, EvalSpec, RunSpec, TaskSpec
 
 
+LARGE_PLAN_ENV_STEPS = 10**10
+"""Plans past this many env steps in total get a warning from ``validate`` and ``run`` (Atari 200M for 57
+games, 5 seeds and 3 algorithms is 1.7·10^11 frames: large plans exist, but should be meant)."""
+LARGE_PLAN_SECONDS = 7 * 24 * 3600.0
+"""Plans estimated to take longer than this (one week) get the same warning."""
+
+
+def size_warning(total_env_steps: int, seconds: float) -> str | None:
+    """The warning for a plan past :data:`LARGE_PLAN_ENV_STEPS` or :data:`LARGE_PLAN_SECONDS`, else ``None``."""
+    if total_env_steps <= LARGE_PLAN_ENV_STEPS and seconds <= LARGE_PLAN_SECONDS:
+        return None
+    return (f"this plan is large: {total_env_steps:,} env steps, about {seconds / 3600:,.0f} hours (warning past "
+            f"{LARGE_PLAN_ENV_STEPS:,} env steps or {LARGE_PLAN_SECONDS / 86400:.0f} days); check the budgets "
+            f"and seeds, or run a subset with --only")
+
+
 @dataclass(frozen=True)
 class BudgetLabel:
     """What a budget of the score table is: which regime, read from which kind of run."""

@@ -21,6 +21,7 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from rlaudit.report.escape import visible  # noqa: E402
 from rlaudit.report.model import LOWER_IS_BETTER, Report, format_budget, metric_name  # noqa: E402
 
 COLUMN = 3.4
@@ -53,11 +54,35 @@ def style():
         yield
 
 
+MAX_LABEL = 32
+"""Longest algorithm name drawn in a figure; longer names are cut with "…" (the tables keep them whole).
+Matplotlib lays out every character of a label: a 100,000-character name took minutes and gigabytes."""
+
+
+def figure_labels(names) -> dict[str, str]:
+    """``{name: label}``: names cut to :data:`MAX_LABEL` characters, made unique again when cuts collide,
+    with invisible controls (bidi overrides) shown as ``[U+202E]``."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        label = visible(str(name))
+        if len(label) > MAX_LABEL:
+            label = label[: MAX_LABEL - 1] + "\u2026"
+        base, k = label, 2
+        while label in used:
+            suffix = f" ({k})"
+            label = base[: MAX_LABEL - len(suffix)] + suffix if len(base) + len(suffix) > MAX_LABEL else base + suffix
+            k += 1
+        used.add(label)
+        out[name] = label
+    return out
+
+
 def algorithm_styles(algorithms) -> dict[str, dict]:
-    """``{algorithm: {"color", "marker"}}`` — the same for every figure of a report.
+    """``{algorithm: {"color", "marker", "linestyle", "label"}}`` — the same for every figure of a report.
 
     Beyond eight algorithms colours repeat (seaborn's colour-blind palette extends them) but the marker
-    differs, so every algorithm stays distinguishable.
+    differs, so every algorithm stays distinguishable. ``label`` is the name as drawn (:func:`figure_labels`).
     """
     import seaborn as sns
 
@@ -65,8 +90,9 @@ def algorithm_styles(algorithms) -> dict[str, dict]:
     # repeat, markers and line styles keep algorithms apart
     colours = list(OKABE_ITO) if len(algorithms) <= len(OKABE_ITO) else sns.color_palette("colorblind", 10).as_hex()
     styles = ("-", "--", "-.", ":")
+    labels = figure_labels(algorithms)
     return {a: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)],
-                "linestyle": styles[(i // len(colours)) % len(styles)]}
+                "linestyle": styles[(i // len(colours)) % len(styles)], "label": labels[a]}
             for i, a in enumerate(algorithms)}
 
 
@@ -89,7 +115,8 @@ def _metric_label(report: Report, metric: str) -> str:
 
 
 def _legend(fig, report: Report, styles, **kw):
-    handles = [Line2D([], [], color=styles[a]["color"], marker=styles[a]["marker"], lw=1.5, ms=4, label=a,
+    handles = [Line2D([], [], color=styles[a]["color"], marker=styles[a]["marker"], lw=1.5, ms=4,
+                      label=styles[a]["label"],
                       linestyle=styles[a]["linestyle"])
                for a in report.algorithms]
     ncol = min(len(handles), kw.pop("ncol", 6))
@@ -147,7 +174,7 @@ def plot_aggregates(report: Report, axes=None):
                         linestyle="")
             ax.margins(x=0.08)
             ax.set_yticks(range(n_alg))
-            ax.set_yticklabels(list(reversed(algs)) if mi == 0 else [])
+            ax.set_yticklabels([styles[a]["label"] for a in reversed(algs)] if mi == 0 else [])
             ax.set_ylim(-0.6, n_alg - 0.4)
             ax.grid(axis="y", visible=False)
             if bi == 0:
@@ -192,7 +219,7 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
             continue
         xs = [b for b, _ in pts]
         s = styles[a]
-        ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=a,
+        ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=s["label"],
                 linestyle=s["linestyle"])
         if len(pts) == 1 and pts[0][1].lo is not None and pts[0][1].hi is not None:
             iv = pts[0][1]
@@ -294,7 +321,7 @@ def plot_rank_bump(report: Report, ax=None):
         thick = a in inverted
         ax.plot(offs, ys, color=s["color"], marker=s["marker"], ms=5 if thick else 4, lw=2.6 if thick else 1.2,
                 linestyle=s["linestyle"], alpha=1.0 if thick or not inverted else 0.75, zorder=3 if thick else 2,
-                label=a)
+                label=s["label"])
         if has_dist:
             ax.vlines(offs, los, his, color=s["color"], lw=1.0, alpha=0.8, zorder=2)
     # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets
@@ -355,7 +382,8 @@ def plot_pairwise(report: Report, axes=None):
     n = len(algs)
     ncols = min(len(budgets), 3 if n > 4 else 4)
     panel = min(TEXT / ncols, 0.42 * n + 1.3)  # few budgets: keep cells about 0.4 in, not page-sized
-    label_in = 0.055 * max(len(a) for a in algs) * 0.75 + 0.2  # rotated x labels under the last row
+    labels = list(figure_labels(algs).values())
+    label_in = 0.055 * max(len(a) for a in labels) * 0.75 + 0.2  # rotated x labels under the last row
     nrows = math.ceil(len(budgets) / ncols)
     fig, axes = _axes_grid(len(budgets), ncols, max(panel * ncols, 3.0), panel * 0.85 + 0.25 + label_in / nrows,
                            axes, layout="constrained")
@@ -388,8 +416,8 @@ def plot_pairwise(report: Report, axes=None):
         ax.set_xticks(range(n))
         ax.set_yticks(range(n))
         has_below = bi + ncols < len(budgets)
-        ax.set_xticklabels([] if has_below else algs, rotation=45, ha="right", fontsize=fs + 0.5)
-        ax.set_yticklabels(algs if bi % ncols == 0 else [], fontsize=fs + 0.5)
+        ax.set_xticklabels([] if has_below else labels, rotation=45, ha="right", fontsize=fs + 0.5)
+        ax.set_yticklabels(labels if bi % ncols == 0 else [], fontsize=fs + 0.5)
         ax.grid(False)
         ax.tick_params(length=0)
         for sp in ax.spines.values():
@@ -429,7 +457,7 @@ def plot_profiles(report: Report, axes=None):
             if p is None:
                 continue
             s = styles[a]
-            ax.plot(p["taus"], p["fraction"], color=s["color"], lw=1.4, label=a, marker=s["marker"], ms=3.5,
+            ax.plot(p["taus"], p["fraction"], color=s["color"], lw=1.4, label=s["label"], marker=s["marker"], ms=3.5,
                     linestyle=s["linestyle"],
                     markevery=max(1, len(p["taus"]) // 6))
             if p.get("lo") is not None and p.get("hi") is not None:

@@ -12,11 +12,13 @@ import base64
 import io
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup
 
+from rlaudit.report.escape import visible
 from rlaudit.report.model import (
     SECTIONS,
     Report,
@@ -39,7 +41,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~$])")
 
 def md_escape(text: str) -> str:
     """Escape text for GitHub-flavoured Markdown, including inside table cells (``|`` -> ``\\|``)."""
-    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = visible(str(text).replace("\r", " ").replace("\n", " "))
     # '<' would open raw HTML and '&' an entity; '>' is only special at the start of a line, which a
     # value never is (cells and list items start with '|' or '- ').
     text = text.replace("&", "&amp;").replace("<", "&lt;")
@@ -62,9 +64,48 @@ _TEX_MAP["\u03c2"] = r"\ensuremath{\varsigma}"
 _TEX_MAP["\u03b5"] = r"\ensuremath{\varepsilon}"
 
 
+# Combining accents that LaTeX writes as an accent command on the base letter (NFD decomposition).
+_TEX_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u",
+                "\u0307": ".", "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c",
+                "\u0328": "k"}
+_TEX_LETTERS = {"\u00df": r"\ss{}", "\u00e6": r"\ae{}", "\u00c6": r"\AE{}", "\u0153": r"\oe{}", "\u0152": r"\OE{}",
+                "\u00f8": r"\o{}", "\u00d8": r"\O{}", "\u0142": r"\l{}", "\u0141": r"\L{}", "\u0131": r"\i{}",
+                "\u00a0": "~", "\u00b7": r"\textperiodcentered{}", "\u00b1": r"\ensuremath{\pm}",
+                "\u00b0": r"\ensuremath{^\circ}", "\u2018": "`", "\u2019": "'", "\u2022": r"\textbullet{}"}
+
+
+def _tex_char(ch: str) -> str:
+    """One character for pdfLaTeX in any font encoding; what it cannot typeset becomes ``[U+XXXX]``."""
+    if ch in _TEX_MAP:
+        return _TEX_MAP[ch]
+    if " " <= ch <= "~":
+        return ch
+    if ch in _TEX_LETTERS:
+        return _TEX_LETTERS[ch]
+    base, *marks = unicodedata.normalize("NFD", ch)
+    if marks and ("A" <= base <= "Z" or "a" <= base <= "z") and all(m in _TEX_ACCENTS for m in marks):
+        out = "\\i" if base == "i" else base  # dotless i under an accent, as LaTeX writes it
+        for m in marks:
+            cmd = _TEX_ACCENTS[m]
+            out = f"\\{cmd}{{{out}}}"
+        return out
+    # Emoji, CJK, symbols: pdfLaTeX stops with "Unicode character not set up for use with LaTeX".
+    return f"[U+{ord(ch):04X}]"
+
+
+MAX_TEX_TEXT = 200
+"""Longest value (in characters) written into ``tables.tex``; longer ones end in ``\\ldots``. TeX reads a
+line into a fixed buffer (200,000 bytes in TeX Live), and a table cell that long is of no use in a paper."""
+
+
 def tex_escape(text: str) -> str:
-    """Escape text for LaTeX (pdfLaTeX, T1 or OT1 fonts): specials, Greek letters and typographic dashes."""
-    return "".join(_TEX_MAP.get(ch, ch) for ch in str(text))
+    """Escape text for pdfLaTeX in any font encoding: specials, Greek letters, dashes, accented Latin letters;
+    any other character (emoji, CJK, bidi controls) is written as ``[U+XXXX]`` so the document compiles.
+    Values longer than :data:`MAX_TEX_TEXT` characters are cut."""
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    cut = len(text) > MAX_TEX_TEXT
+    text = text[: MAX_TEX_TEXT - 1] if cut else text
+    return "".join(_tex_char(ch) for ch in text) + (r"\ldots{}" if cut else "")
 
 
 def tex_number(text: str) -> str:
@@ -85,8 +126,10 @@ def _environment(kind: str) -> jinja2.Environment:
     safe = (lambda s: s) if kind == "html" else (lambda s: Markup(tex_number(s) if kind == "tex" else s))
 
     def finalize(value):
-        if escape is None or isinstance(value, Markup):
+        if isinstance(value, Markup):
             return value
+        if escape is None:  # HTML: autoescape follows; bidi and control characters made visible first
+            return visible(value) if isinstance(value, str) else value
         return Markup(escape("" if value is None else str(value)))
 
     env = jinja2.Environment(
@@ -102,8 +145,15 @@ def _environment(kind: str) -> jinja2.Environment:
         claim_status=claim_status,
         raw=lambda x: "" if x is None else repr(float(x)),
         esc=lambda s: Markup(escape(str(s))) if escape else s,
+        decision=decision_text,
     )
     return env
+
+
+def decision_text(decision: str | None, a: str, b: str) -> str:
+    """``"a > b"``, ``"b > a"`` or ``"inconclusive"`` for an ordering decision, as plain text (escaped once,
+    by the template's finalize)."""
+    return {"a>b": f"{a} > {b}", "b>a": f"{b} > {a}"}.get(decision, "inconclusive")
 
 
 def render_text(report: Report, kind: str, figures: dict | None = None) -> str:

@@ -1,4 +1,8 @@
-"""Read a store: the tidy score table, the run status, and the store as an audit :class:`Source`."""
+"""Read a store: the tidy score table, the run status, what the store records about its protocol.
+
+Every SQL query that reads a store lives here or in :mod:`rlaudit.store.sqlite`; other stages call these
+functions (``rlaudit.sources`` turns a store into an audit source).
+"""
 
 from __future__ import annotations
 
@@ -11,18 +15,40 @@ import pandas as pd
 
 from rlaudit.errors import InputError
 from rlaudit.scores import ScoreMeta, ScoreTable
-from rlaudit.store.sqlite import lock_holder, open_readonly
+from rlaudit.store.sqlite import lock_holder, open_readonly, record_checksum, schema_version
 
 EVAL_PROTOCOLS: tuple[str, ...] = ("final", "max")
 """How a run's score at a budget is read: ``final`` = the evaluation at that budget; ``max`` = the best
 evaluation up to that budget (inflates results; offered so that an audit can show by how much)."""
 
 
-def _evaluations(con) -> pd.DataFrame:
-    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns FROM evaluations e JOIN runs r USING (run_id) "
+UNVERIFIED_NOTE = ("the store was written with schema version 1, before evaluations carried checksums: its "
+                   "records cannot be verified (running 'rlaudit run' on it again adds the checksums)")
+
+
+def _evaluations(con, path: Path) -> pd.DataFrame:
+    """Evaluations of ``done`` runs, each record's checksum verified (schema 2 on).
+
+    Raises:
+        InputError: naming the first record whose content does not match its checksum.
+    """
+    checked = schema_version(con) >= 2
+    rows = con.execute("SELECT e.run_id, e.env_steps, e.returns, e.lengths, e.wall_time"
+                       + (", e.checksum" if checked else "") + " FROM evaluations e JOIN runs r USING (run_id) "
                        "WHERE r.status = 'done' ORDER BY e.run_id, e.env_steps").fetchall()
-    return pd.DataFrame([(r[0], int(r[1]), float(np.mean(json.loads(r[2])))) for r in rows],
-                        columns=["run_id", "env_steps", "mean_return"])
+    out = []
+    for r in rows:
+        if checked and record_checksum(*r[:5]) != r[5]:
+            raise InputError(f"{path}: the evaluation of run {r[0]} at {r[1]} env steps does not match its "
+                             f"checksum: the store was changed or damaged after it was written; restore a backup "
+                             f"or rerun that run")
+        try:
+            mean = float(np.mean(json.loads(r[2])))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{path}: the evaluation of run {r[0]} at {r[1]} env steps is unreadable ({exc}); "
+                             f"the store is damaged") from None
+        out.append((r[0], int(r[1]), mean))
+    return pd.DataFrame(out, columns=["run_id", "env_steps", "mean_return"])
 
 
 def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> ScoreTable:
@@ -49,7 +75,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
         regimes = con.execute("SELECT name, budget, kind, run_regime FROM regimes ORDER BY budget").fetchall()
         runs = {r["run_id"]: r for r in con.execute(
             "SELECT run_id, task, label, seed, regime, status FROM runs")}
-        evals = _evaluations(con)
+        evals = _evaluations(con, path)
+        verified = schema_version(con) >= 2
     finally:
         con.close()
     done = [r for r in runs.values() if r["status"] == "done"]
@@ -96,6 +123,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     for label, extra in sorted(overshoot.items()):
         notes.append(f"{label} trains in whole rollouts: its evaluation at a budget came up to {extra} env steps "
                      f"after it (the steps actually trained are in the store)")
+    if not verified:
+        notes.append(UNVERIFIED_NOTE)
     missing = len(runs) - len(done)
     if missing:
         notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
@@ -160,21 +189,20 @@ def stored_protocol_text(path: str | os.PathLike) -> tuple[str, str]:
     return row[0], row[1]
 
 
-def source_from_store(path: str | os.PathLike, eval_protocol: str = "final"):
-    """The store as an audit :class:`~rlaudit.sources.Source`: scores plus what its protocol says.
+def stored_protocol_hash(path: str | os.PathLike) -> str | None:
+    """Hash of the protocol the store was made for (``None`` when the store does not say)."""
+    con = open_readonly(path)
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+    finally:
+        con.close()
+    return row[0] if row else None
 
-    Args:
-        path: the store.
-        eval_protocol: ``final`` or ``max`` (see :func:`export_table`).
-    """
-    from rlaudit.protocol.loader import parse_protocol
-    from rlaudit.sources import Source
 
-    path = Path(path)
-    table = export_table(path, eval_protocol)
-    text, original = stored_protocol_text(path)
-    protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
-    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.kind} for r in protocol.regimes)
-    return Source(table=table, path=str(path), protocol=protocol.name, title=protocol.title or None,
-                  citation=protocol.citation or None, normalization=protocol.normalization,
-                  audit=protocol.audit.to_dict(), claims=protocol.claims, budget_labels=labels)
+def done_run_ids(path: str | os.PathLike) -> set[str]:
+    """Ids of the store's finished runs."""
+    con = open_readonly(path)
+    try:
+        return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
+    finally:
+        con.close()

@@ -3,6 +3,15 @@
 Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every change):
 
 - 1 (2026-11-30): tables ``meta``, ``protocols``, ``regimes``, ``runs``, ``evaluations``.
+- 2 (2026-12-01): ``evaluations.checksum``, the SHA-256 of each record's content, verified on every read
+  (a bit flip inside a stored evaluation is an error, not a silently different score). Version-1 stores are
+  read as they are, with a note that their records are unverified; ``rlaudit run`` on a version-1 store
+  migrates it in one transaction (adds the column, checksums the records already there).
+
+Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
+(``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
+create the WAL index there either, the file is opened ``immutable=1`` (nothing can be writing a store whose
+folder nobody can write).
 
 Durability: WAL journal, ``synchronous=FULL``, one transaction per event (a run started, an evaluation, a
 run finished or failed), so a killed driver loses at most the event in flight. A run's evaluations count
@@ -14,6 +23,7 @@ exclusive ``flock`` on the store file for its whole life; a second one is refuse
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -25,9 +35,9 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rlaudit.errors import InputError
+from rlaudit.errors import InputError, WriteFailed
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the store schema written by this rlaudit (history in the module docstring)."""
 
 STATUSES: tuple[str, ...] = ("pending", "running", "done", "failed")
@@ -78,6 +88,7 @@ CREATE TABLE evaluations (
     returns   TEXT NOT NULL,        -- JSON list, one return per episode
     lengths   TEXT NOT NULL,        -- JSON list, one length per episode
     wall_time REAL NOT NULL,        -- seconds since the run started
+    checksum  TEXT NOT NULL,        -- record_checksum() of the five fields above (schema 2)
     PRIMARY KEY (run_id, env_steps)
 );
 """
@@ -103,27 +114,67 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+def record_checksum(run_id: str, env_steps: int, returns: str, lengths: str, wall_time: float) -> str:
+    """SHA-256 of one evaluation record as stored (the JSON texts exactly as written, ``wall_time`` by repr)."""
+    content = "\x1f".join((run_id, str(int(env_steps)), returns, lengths, repr(float(wall_time))))
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(str(path), timeout=30, isolation_level=None)  # explicit transactions only
     con.row_factory = sqlite3.Row
     return con
 
 
-def check_store_file(path: Path) -> sqlite3.Connection:
+# Open failures that mean "SQLite could not create the -wal/-shm files beside the store", not a bad file.
+_CANNOT_OPEN = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR}
+
+
+def connect_readonly(path: Path, opener=sqlite3.connect) -> sqlite3.Connection:
+    """Open ``path`` read-only: ``mode=ro`` first, ``immutable=1`` when the WAL index cannot be created.
+
+    ``opener`` is :func:`sqlite3.connect` (a parameter so that a test can make ``mode=ro`` fail the way a
+    read-only folder does for a non-root user).
+    """
+    uri = Path(os.path.abspath(path)).as_uri()
+    for query in ("mode=ro", "immutable=1"):
+        con = opener(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None)
+        con.row_factory = sqlite3.Row
+        try:
+            # The first read opens the file and, in WAL mode, the -shm index: that is where a read-only
+            # folder fails (SQLITE_CANTOPEN / SQLITE_READONLY_CANTINIT).
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return con
+        except sqlite3.OperationalError as exc:
+            con.close()
+            if query == "immutable=1" or (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _CANNOT_OPEN:
+                raise
+    raise AssertionError("unreachable")
+
+
+def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
     """Open an existing store and check that it is an intact rlaudit store of a readable version.
 
+    Args:
+        path: the store file.
+        readonly: open through :func:`connect_readonly` (readers), else read-write (the driver's checks).
+
     Raises:
-        InputError: not SQLite, corrupted, not an rlaudit store, or a newer schema.
+        InputError: unreadable, not SQLite, corrupted, not an rlaudit store, or a newer schema.
     """
     where = str(path)
     try:
-        con = _connect(path)
+        con = connect_readonly(path) if readonly else _connect(path)
         ok = con.execute("PRAGMA quick_check").fetchone()[0]
         if ok != "ok":
             con.close()
             raise InputError(f"{where}: the store file is corrupted (SQLite integrity check: {ok}); "
                              f"restore a backup or start again with --new-store")
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.OperationalError as exc:
+        # Opening failed (permissions, a missing folder, a lock): the file may be perfectly fine, so no
+        # advice to start again.
+        raise InputError(f"{where}: cannot open the store ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{where}: not a readable rlaudit store ({exc}); the file is corrupted or not SQLite "
                          f"(start again with --new-store)") from None
@@ -235,7 +286,23 @@ class Store:
         store = cls(path, con, lock_fh)
         if fresh:
             store._create(protocol)
+        else:
+            store._migrate()
         return store
+
+    def _migrate(self) -> None:
+        """Bring an older store to :data:`SCHEMA_VERSION` in one transaction (see the history above)."""
+        with self.transaction() as con:
+            version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+            if version < 2:
+                con.execute("ALTER TABLE evaluations ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
+                rows = con.execute("SELECT run_id, env_steps, returns, lengths, wall_time FROM evaluations").fetchall()
+                con.executemany("UPDATE evaluations SET checksum=? WHERE run_id=? AND env_steps=?",
+                                [(record_checksum(*r), r[0], r[1]) for r in rows])
+            if version < SCHEMA_VERSION:
+                con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+                con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                            (f"migrated_from_{version}", _now()))
 
     def _create(self, protocol) -> None:
         meta = {"schema_version": str(SCHEMA_VERSION), "created": _now(), "argv": json.dumps(sys.argv),
@@ -248,8 +315,12 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ writes
     def transaction(self):
-        """Context manager: ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error)."""
-        return _Transaction(self.con)
+        """Context manager: ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error).
+
+        A failed write (disk full, I/O error) raises :class:`~rlaudit.errors.WriteFailed`: the
+        transaction is rolled back, so the store keeps every event committed before it.
+        """
+        return _Transaction(self.con, self.path)
 
     def sync_plan(self, plan) -> None:
         """Record the protocol text, the regimes and every planned run (new runs as ``pending``)."""
@@ -301,11 +372,11 @@ class Store:
 
     def record(self, rec) -> None:
         """Store one :class:`~rlaudit.run.spec.EvalRecord`."""
+        fields = (rec.run_id, int(rec.env_steps), json.dumps([float(x) for x in rec.returns]),
+                  json.dumps([int(x) for x in rec.lengths]), float(rec.wall_time))
         with self.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO evaluations(run_id, env_steps, returns, lengths, wall_time) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        (rec.run_id, int(rec.env_steps), json.dumps([float(x) for x in rec.returns]),
-                         json.dumps([int(x) for x in rec.lengths]), float(rec.wall_time)))
+            con.execute("INSERT OR REPLACE INTO evaluations(run_id, env_steps, returns, lengths, wall_time, checksum) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (*fields, record_checksum(*fields)))
 
     def finished(self, result) -> None:
         """Mark a run done."""
@@ -343,17 +414,37 @@ class Store:
 
 
 class _Transaction:
-    def __init__(self, con: sqlite3.Connection):
+    def __init__(self, con: sqlite3.Connection, path: Path):
         self.con = con
+        self.path = path
 
     def __enter__(self) -> sqlite3.Connection:
-        if self.con.in_transaction:  # left open by a Ctrl-C that landed between BEGIN and the block
-            self.con.execute("ROLLBACK")
-        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            if self.con.in_transaction:  # left open by a Ctrl-C that landed between BEGIN and the block
+                self.con.execute("ROLLBACK")
+            self.con.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._write_error(exc) from None
         return self.con
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.con.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as commit_exc:
+                exc_type, exc = type(commit_exc), commit_exc
+        try:
+            if self.con.in_transaction:
+                self.con.execute("ROLLBACK")
+        except sqlite3.DatabaseError:
+            pass  # SQLite rolls a failed transaction back itself when the journal cannot be written
+        if issubclass(exc_type, sqlite3.OperationalError):
+            raise self._write_error(exc) from None
+
+    def _write_error(self, exc: sqlite3.OperationalError) -> WriteFailed:
+        return WriteFailed(f"{self.path}: cannot write the store ({exc}); everything stored before this "
+                               f"event is kept; free some space (or fix the error) and run again to resume")
 
 
 def _move_aside(path: Path) -> Path:
@@ -367,14 +458,19 @@ def _move_aside(path: Path) -> Path:
 
 
 def open_readonly(path: str | os.PathLike) -> sqlite3.Connection:
-    """Open an existing store for reading (``status``, ``export``, ``audit``).
+    """Open an existing store for reading (``status``, ``export``, ``audit``, ``report``), never writing it.
 
     Raises:
-        InputError: missing, corrupted, or not an rlaudit store.
+        InputError: missing, unreadable, corrupted, or not an rlaudit store.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such store")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a store file (.sqlite)")
-    return check_store_file(path)
+    return check_store_file(path, readonly=True)
+
+
+def schema_version(con: sqlite3.Connection) -> int:
+    """Schema version of an open store (checked by :func:`check_store_file`)."""
+    return int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
