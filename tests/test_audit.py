@@ -14,13 +14,13 @@ from rlaudit.audit import AuditResult, AuditSettings, run_audit
 from rlaudit.audit.checklist import MIN_RUNS
 from rlaudit.audit.claims import Claim, check_claims, load_claims_file, overall_verdict, parse_claims
 from rlaudit.audit.inversions import classify, find_crossovers, metric_sensitivity
-from rlaudit.audit.orderings import (control_family, extremes, interval_at, interval_from_extremes, max_tail_limit,
-                                     p_value, percentile_interval, tail_counts)
+from rlaudit.audit.orderings import (control_family, interval_at, null_tails, p_from_tail, p_value,
+                                     percentile_interval, tail_counts)
 from rlaudit.audit.runs_needed import runs_needed
 from rlaudit.errors import InputError
 from rlaudit.scores import ScoreMeta, ScoreTable
 
-FAST = AuditSettings(reps=1_000, reps_pairwise=200)
+FAST = AuditSettings(reps=4_000, reps_pairwise=200)
 
 
 def table_from(cells: dict, meta: ScoreMeta | None = None, extra: dict | None = None) -> ScoreTable:
@@ -42,29 +42,38 @@ def normal_table(means: dict, n_tasks: int = 5, n_runs: int = 10, sd: float = 0.
 
 # ------------------------------------------------------------------------------------ error control
 
+def test_p_value_never_zero_hand_computed():
+    # n = 99 replicates: tail t -> p = (2t + 1) / 100
+    d = np.array([1.0] * 97 + [-1.0, 0.0])  # #(D <= 0) = 2, #(D >= 0) = 98
+    assert p_value(d) == pytest.approx(0.05, abs=1e-15)
+    assert p_value(np.ones(99)) == pytest.approx(0.01, abs=1e-15)  # no replicate crosses 0: 1 / (n + 1)
+    assert p_from_tail(60, 99) == 1.0
+
+
 def test_holm_hand_computed():
-    # n = 100 replicates; tails 3, 0, 40, 1 -> p = .06, 0, .80, .02. m = 4, alpha = .05:
-    # step 1 tests tail 0: 4 * 0 < .05, decided; step 2 tests tail 1: 3 * .02 = .06, stop.
-    fam = control_family([3, 0, 40, 1], 100, 0.05, "holm")
+    # n = 99 replicates; tails 3, 0, 40, 1 -> p = .07, .01, .81, .03. m = 4, alpha = .05:
+    # step 1 tests p .01: 4 * .01 = .04 < .05, decided; step 2 tests p .03: 3 * .03 = .09, stop.
+    fam = control_family(p_from_tail(np.array([3, 0, 40, 1]), 99), 99, 0.05, "holm")
     assert fam.decided.tolist() == [False, True, False, False]
-    np.testing.assert_array_equal(fam.p_values, [0.06, 0.0, 0.8, 0.02])
-    np.testing.assert_allclose(fam.p_adjusted, [0.12, 0.0, 0.8, 0.06], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(fam.p_values, [0.07, 0.01, 0.81, 0.03], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(fam.p_adjusted, [0.14, 0.04, 0.81, 0.09], rtol=0, atol=1e-15)
     np.testing.assert_allclose(fam.levels, [0.05 / 3, 0.05 / 4, 0.05 / 3, 0.05 / 3], rtol=0, atol=1e-18)
-    # K: tail counts t with c * 2t/100 < .05 -> c = 4: t = 0 only; c = 3: t = 0 only
+    # K: tail counts t with (2t + 1) / 100 < level: level .0125 -> t = 0; .0167 -> t = 0
     assert fam.tail_limits.tolist() == [1, 1, 1, 1]
     assert ((fam.p_adjusted < 0.05) == fam.decided).all()
 
 
 def test_holm_rejects_more_than_bonferroni_when_step_down_helps():
-    # tails 0, 0, 1 of n = 100: Bonferroni 3 * .02 = .06 >= .05 leaves tail 1 undecided; Holm's third step
-    # multiplies by 1 (.02 < .05) and decides it. K per step: c = 3 -> t = 0; c = 2 -> t = 0, 1; c = 1 -> t = 0..2.
-    holm = control_family([0, 0, 1], 100, 0.05, "holm")
-    bonf = control_family([0, 0, 1], 100, 0.05, "bonferroni")
+    # n = 199: tails 0, 0, 2 -> p = .005, .005, .025. Bonferroni 3 * .025 = .075 leaves the third undecided;
+    # Holm's third step multiplies by 1 and decides it. K per step: level .05/3 -> (2t+1)/200 < .0167: t <= 1;
+    # .025 -> t <= 1 (t = 2 gives .025, not below); .05 -> t <= 4.
+    holm = control_family(p_from_tail(np.array([0, 0, 2]), 199), 199, 0.05, "holm")
+    bonf = control_family(p_from_tail(np.array([0, 0, 2]), 199), 199, 0.05, "bonferroni")
     assert holm.decided.tolist() == [True, True, True]
-    assert holm.tail_limits.tolist() == [1, 2, 3]
-    np.testing.assert_allclose(holm.p_adjusted, [0.0, 0.0, 0.02], rtol=0, atol=1e-15)
+    assert holm.tail_limits.tolist() == [2, 2, 5]
+    np.testing.assert_allclose(holm.p_adjusted, [0.015, 0.015, 0.025], rtol=0, atol=1e-15)
     assert bonf.decided.tolist() == [True, True, False]
-    np.testing.assert_allclose(bonf.p_adjusted, [0.0, 0.0, 0.06], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(bonf.p_adjusted, [0.015, 0.015, 0.075], rtol=0, atol=1e-15)
     np.testing.assert_allclose(bonf.levels, [0.05 / 3] * 3, rtol=0, atol=1e-18)
 
 
@@ -74,27 +83,74 @@ def test_percentile_interval_hand_computed():
     assert interval_at(d, 3) == (0.0, 5.0)
     assert percentile_interval(d, 0.5) == (0.0, 5.0)  # k = ceil(0.5 * 10 / 2) = 3
     assert tail_counts(d) == (3, 8)
-    assert p_value(d) == 0.6
+    assert p_value(d) == 7 / 11  # (2 * 3 + 1) / (10 + 1)
 
 
-@pytest.mark.parametrize("correction", ["holm", "bonferroni"])
+def test_null_tails_hand_computed():
+    d = np.array([3.0, 1.0, 2.0, 2.0, 5.0])  # sorted 1 2 2 3 5
+    # #(D <= D_r), #(D >= D_r): 3 -> 4, 2; 1 -> 1, 5; 2 -> 3, 4; 5 -> 5, 1
+    assert null_tails(d).tolist() == [1, 0, 2, 2, 0]
+
+
+def test_maxt_single_member_is_the_percentile_test():
+    rng = np.random.default_rng(4)
+    for mean, decided in ((0.5, True), (0.3, False)):  # p about .012 and .13
+        d = rng.normal(mean, 0.2, 999)
+        fam = control_family([p_value(d)], 999, 0.05, "maxt", null_column=lambda i: null_tails(d))
+        single = control_family([p_value(d)], 999, 0.05, "holm")
+        assert fam.decided.tolist() == single.decided.tolist() == [decided]
+        assert fam.p_adjusted[0] == single.p_adjusted[0] == p_value(d)
+        # the min-P distribution of one member is its own null p-values: the same interval
+        assert fam.tail_limits[0] == single.tail_limits[0] == 25
+
+
+def test_maxt_decides_more_than_holm_for_dependent_tests():
+    # Five copies of one statistic: Holm pays for five tests, max-T for one (they are the same test).
+    rng = np.random.default_rng(8)
+    d = rng.normal(0.25, 0.1, 1999)  # p about .012: decided alone, not at .05 / 5
+    p = [p_value(d)] * 5
+    holm = control_family(p, 1999, 0.05, "holm")
+    maxt = control_family(p, 1999, 0.05, "maxt", null_column=lambda i: null_tails(d))
+    assert not holm.decided.any() and maxt.decided.all()
+
+
+def test_maxt_independent_members_close_to_sidak():
+    # Independent null columns: the step-1 critical value of min-P over m members is about 1 - (1 - alpha)^(1/m).
+    rng = np.random.default_rng(9)
+    cols = [rng.normal(size=19_999) for _ in range(4)]
+    fam = control_family([0.5] * 4, 19_999, 0.05, "maxt", null_column=lambda i: null_tails(cols[i]))
+    assert not fam.decided.any()
+    assert fam.levels[0] == pytest.approx(1 - 0.95 ** 0.25, rel=0.1)
+
+
+@pytest.mark.parametrize("correction", ["maxt", "holm", "bonferroni"])
 def test_decision_interval_and_adjusted_p_agree(correction):
     """decided <=> interval excludes 0 <=> p_adjusted < alpha, over random families with ties and round
-    replicate counts (where floating-point boundaries would bite)."""
+    replicate counts (where floating-point boundaries would bite), with and without a t correction."""
+    from rlaudit.stats.bootstrap import normal_level, t_corrected_p
+
     rng = np.random.default_rng(3)
-    for _ in range(300):
-        n = int(rng.choice([100, 200, 1000, 2000, int(rng.integers(10, 3000))]))
+    for _ in range(150):
+        n = int(rng.choice([100, 200, 1000, 1999, int(rng.integers(10, 3000))]))
         m = int(rng.integers(1, 12))
         alpha = float(rng.choice([0.05, 0.01, 0.1, rng.uniform(0.001, 0.3)]))
+        df = float(rng.choice([np.inf, 3.0, 12.5]))
         diffs = [np.round(rng.normal(rng.normal(0, 1.5), 1, n), int(rng.integers(0, 3))) for _ in range(m)]
-        fam = control_family([min(tail_counts(d)) for d in diffs], n, alpha, correction)
-        k_max = max_tail_limit(n, alpha)
+        p = [float(t_corrected_p(p_value(d), df)) for d in diffs]
+        fam = control_family(p, n, alpha, correction, null_column=lambda i: null_tails(diffs[i]),
+                             raw_level=lambda i, c: float(normal_level(c, df)))
         for i, d in enumerate(diffs):
             lo, hi = interval_at(d, int(fam.tail_limits[i]))
-            assert bool(fam.decided[i]) == (lo > 0 or hi < 0) == (fam.p_adjusted[i] < alpha)
-            # the audit keeps only the k_max extremes of each difference; same interval
-            assert fam.tail_limits[i] <= k_max
-            assert interval_from_extremes(extremes(d, k_max), int(fam.tail_limits[i])) == (lo, hi)
+            assert bool(fam.decided[i]) == (lo > 0 or hi < 0) == (fam.p_adjusted[i] < alpha), (i, fam)
+
+
+def test_reps_refused_when_too_few_for_the_family():
+    table = normal_table({("A", 1): 0.5, ("B", 1): 0.4, ("A", 2): 0.5, ("B", 2): 0.4}, n_tasks=3, n_runs=4)
+    # 1 pair x 2 budgets + 1 change = 3 tests: 20 * 3 / 0.05 = 1,200 replicates at least
+    with pytest.raises(InputError, match=r"^--reps: 1000 replicates cannot resolve .* use --reps 1200 or more"):
+        run_audit(table, AuditSettings(reps=1_000, reps_pairwise=200))
+    assert run_audit(table, AuditSettings(reps=1_200, reps_pairwise=200)).settings["reps"] == 1_200
+    assert run_audit(table, AuditSettings(reps_pairwise=200)).settings["reps"] == 50_000
 
 
 # ----------------------------------------------------------------------------------- tiny end to end
@@ -106,11 +162,12 @@ def test_tiny_data_decisions_hand_computed():
         cells[("A", t, 5)] = [10.0, 12.0]
         cells[("B", t, 5)] = [0.0, 2.0]
         cells[("C", t, 5)] = [10.0, 12.0]
-    res = run_audit(table_from(cells), AuditSettings(reps=500, reps_pairwise=200, normalization="none"))
+    res = run_audit(table_from(cells), AuditSettings(reps=1_200, reps_pairwise=200, normalization="none",
+                                                     interval_method="percentile"))
     ab = res.ordering(5, "A", "B")
     assert (ab["a"], ab["b"], ab["decision"]) == ("A", "B", "a>b")
     assert ab["diff_point"] == 10.0  # IQM(A) = mean(10, 12) = 11, IQM(B) = 1
-    assert ab["p_value"] == 0.0 and 8.0 <= ab["diff_lo"] <= ab["diff_hi"] <= 12.0
+    assert ab["p_value"] == 1 / 1_201 and 8.0 <= ab["diff_lo"] <= ab["diff_hi"] <= 12.0
     assert ab["p_improvement"] == 1.0 and ab["runs_needed"] is None
     ac = res.ordering(5, "A", "C")
     assert ac["decision"] == "inconclusive" and ac["diff_point"] == 0.0

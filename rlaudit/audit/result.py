@@ -14,8 +14,12 @@ from pathlib import Path
 from rlaudit.errors import InputError
 from rlaudit.io import atomic_write_text
 
-SCHEMA_VERSION = 1
-"""Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0)."""
+SCHEMA_VERSION = 2
+"""Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0); 2 — calibrated default
+(``interval_method`` ``expanded``, ``correction`` ``maxt``), p-values ``(2t + 1) / (reps + 1)``, tested
+changes between budgets (``changes``; inversion kinds ``changed`` and ``decided_once`` replace ``lost``,
+``finding`` and ``change_tested`` per inversion), ``runs_needed_range``, ``settings.n_tests`` and
+``settings.min_effect``, ``data.paired_budgets``."""
 
 
 @dataclass
@@ -42,8 +46,10 @@ class AuditResult:
     """``{budget, algorithm, metric, point, lo, hi}`` for every metric of the settings."""
     orderings: list[dict] = field(default_factory=list)
     """Pairwise decisions at each budget under the deciding metric."""
+    changes: list[dict] = field(default_factory=list)
+    """Change tests of each pair's gap between each budget and the last (error-controlled)."""
     inversions: list[dict] = field(default_factory=list)
-    """Non-stable changes of an ordering between two budgets."""
+    """Non-stable changes of an ordering between two budgets (findings and notes)."""
     crossovers: list[dict] = field(default_factory=list)
     """Budget intervals in which a decided ordering switches to the opposite decided ordering."""
     metric_sensitivity: list[dict] = field(default_factory=list)

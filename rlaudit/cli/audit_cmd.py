@@ -12,9 +12,6 @@ from rlaudit.errors import InputError
 # Work (random draws) above which a progress bar is shown: a few seconds of bootstrap on one busy core.
 PROGRESS_THRESHOLD = 3e7
 
-_SETTING_KEYS = ("metric", "metrics", "gamma", "reps", "reps_pairwise", "seed", "alpha", "confidence",
-                 "interval_method", "correction", "budgets", "runs_needed_cap", "small_sample")
-
 
 def _int(value: str | None, flag: str, minimum: int | None = None) -> int | None:
     if value is None:
@@ -74,12 +71,13 @@ class _RichProgress:
 
 def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=None, budgets=None, claims_file=None,
                        reps=None, reps_pairwise=None, seed=None, alpha=None, gamma=None, ci_method=None,
-                       correction=None, small_sample=None):
+                       correction=None, small_sample=None, min_effect=None):
     """Load ``scores`` and audit it exactly as ``rlaudit audit`` does with these option strings.
 
-    Flags override the source's protocol defaults (``[audit]``, ``[normalization]``, ``[[claims]]``);
-    a progress bar is shown on a terminal when the work is large. Other commands (``rlaudit report``) reuse
-    this so that both agree on options and defaults.
+    Settings are resolved once by the API: the source's protocol ``[audit]`` section
+    (:meth:`AuditSettings.from_section`), then the flags (:meth:`AuditSettings.override`); ``[normalization]``
+    and ``[[claims]]`` likewise. A progress bar is shown on a terminal when the work is large. Other commands
+    (``rlaudit report``) reuse this so that both agree on options and defaults.
 
     Returns:
         The :class:`~rlaudit.audit.AuditResult` (nothing is written).
@@ -91,18 +89,9 @@ def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=N
     flags = {"metric": metric, "reps": _int(reps, "--reps"), "reps_pairwise": _int(reps_pairwise, "--reps-pairwise"),
              "seed": _int(seed, "--seed"), "alpha": _float(alpha, "--alpha"), "gamma": _float(gamma, "--gamma"),
              "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets),
-             "small_sample": small_sample or None}
+             "small_sample": small_sample or None, "min_effect": _float(min_effect, "--min-effect")}
     source = load_source(scores, fmt=fmt, data_dir=data_dir)
-
-    section = dict(source.audit or {})
-    if "ci_method" in section:  # the flag's name, accepted in a protocol's [audit] too
-        section.setdefault("interval_method", section.pop("ci_method"))
-    defaults = {k: v for k, v in section.items() if k in _SETTING_KEYS and v is not None}
-    if isinstance(defaults.get("budgets"), (list, tuple)):
-        defaults["budgets"] = tuple(defaults["budgets"])
-    if isinstance(defaults.get("metrics"), list):
-        defaults["metrics"] = tuple(defaults["metrics"])
-    settings = AuditSettings(**defaults).replace(**flags)
+    settings = AuditSettings.from_section(source.audit, str(source.path)).override(**flags)
 
     if normalize is not None:
         norm_spec, norm_where, base = normalize, "--normalize", None
@@ -112,7 +101,7 @@ def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=N
         from rlaudit.stats.normalize import parse_normalization
 
         norm_spec = parse_normalization(norm_spec, norm_where, base)
-    settings = settings.replace(normalization=norm_spec)
+    settings = settings.override(normalization=norm_spec)
 
     if claims_file is not None:
         claims = load_claims_file(claims_file)
@@ -150,10 +139,12 @@ def audit_options(format_flag: str = "--format"):
         click.option("--seed", metavar="S", help="Seed of every random stream (default 0)."),
         click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05)."),
         click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0)."),
-        click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca."),
-        click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni."),
-        click.option("--small-sample", is_flag=True, help="Decide orderings from the expanded bootstrap (corrects the "
-                  "percentile bootstrap's too-narrow spread with few runs per task)."),
+        click.option("--ci-method", metavar="M", help="Bootstrap for intervals and decisions: expanded (default; "
+                  "calibrated at 3-10 runs per task) | percentile (rliable's) | bca."),
+        click.option("--correction", metavar="C", help="Family-wise error control: maxt (default; Westfall-Young on "
+                  "the joint bootstrap) | holm | bonferroni."),
+        click.option("--small-sample", is_flag=True, help="Same as --ci-method expanded (the default; kept for old "
+                  "scripts)."),
     ]
 
     def decorate(f):
@@ -167,17 +158,19 @@ def audit_options(format_flag: str = "--format"):
 @click.command("audit")
 @click.argument("scores", metavar="SCORES")
 @audit_options()
+@click.option("--min-effect", metavar="D", help="Smallest difference of interest (deciding metric's units) for the "
+              "runs-needed estimate (default: the observed difference).")
 @click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
 def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,
-          gamma, ci_method, correction, small_sample, out_dir, quiet):
+          gamma, ci_method, correction, small_sample, min_effect, out_dir, quiet):
     """Audit SCORES (tidy CSV/Parquet, store, protocol or published format): aggregates with intervals,
     error-controlled orderings per budget, inversions between budgets, claim verdicts and a checklist.
     Writes DIR/audit.json; exit status 2 on bad input (nothing written)."""
     from rlaudit.audit.summary import render_summary
 
     result = audit_from_options(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
-                                seed, alpha, gamma, ci_method, correction, small_sample)
+                                seed, alpha, gamma, ci_method, correction, small_sample, min_effect)
     path = result.write_json(Path(out_dir) / "audit.json")
     if not quiet:
         from rich.console import Console
