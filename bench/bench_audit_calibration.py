@@ -115,36 +115,48 @@ def rate(k: int, n: int) -> str:
     return f"{100 * k / n:5.1f} [{100 * lo:4.1f}, {100 * hi:5.1f}]"
 
 
-def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed: int = 0,
-              correction: str = "maxt") -> dict[str, str]:
-    """Every measured rate of one (scheme, tasks, runs) cell."""
+def null_rates(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, correction: str = "maxt",
+               seed: int = 0) -> dict[str, int]:
+    """Counts under the null (A and B identical): ``cover`` of ``n_cover`` 95 % IQM intervals of A contain the
+    population IQM; ``fwer`` of ``sims`` audits decide some ordering or change."""
     bench = Benchmark.make(n_tasks)
-    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction,
-                             reps=reps, seed=seed)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction, reps=reps)
     truth = [bench.population_iqm(g) for g in GROWTH]
-    sd = bench.sd()
-    cover = n_cover = fwer = size = power = chg_pow = 0
-    rng = np.random.default_rng([seed, n_tasks, n_runs, 1])
+    rng = np.random.default_rng([seed, n_tasks, n_runs, 0])
+    out = {"cover": 0, "n_cover": 0, "fwer": 0, "sims": sims}
     for sim in range(sims):
-        # null: A and B identical; coverage from A's intervals
         boot, fam = audit(bench.draw(rng, n_runs), bench.draw(rng, n_runs), settings.replace(seed=sim), reps)
         for row in boot.aggregates:  # the audit's own 95 % intervals
             if row["algorithm"] == "A":
-                cover += row["lo"] <= truth[BUDGETS.index(row["budget"])] <= row["hi"]
-                n_cover += 1
-        fwer += any(o["decision"] != "inconclusive" for o in fam.orderings.values()) or \
+                out["cover"] += row["lo"] <= truth[BUDGETS.index(row["budget"])] <= row["hi"]
+                out["n_cover"] += 1
+        out["fwer"] += any(o["decision"] != "inconclusive" for o in fam.orderings.values()) or \
             any(c["decision"] == "changed" for c in fam.changes)
-        # change-test size: constant gap, no growth
+    return out
+
+
+def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed: int = 0,
+              correction: str = "maxt") -> dict[str, str]:
+    """Every measured rate of one (scheme, tasks, runs) cell."""
+    null = null_rates(method, n_tasks, n_runs, sims, reps, correction, seed)
+    bench = Benchmark.make(n_tasks)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction,
+                             reps=reps)
+    sd = bench.sd()
+    size = power = chg_pow = 0
+    rng = np.random.default_rng([seed, n_tasks, n_runs, 1])
+    for sim in range(sims):
+        # change-test size: A ahead by the same 0.5 SD at every budget, no growth (the gap does not change)
         a = bench.draw(rng, n_runs, (1.0,) * 3, [0.5 * sd] * 3)
         _, fam = audit(a, bench.draw(rng, n_runs, (1.0,) * 3), settings.replace(seed=sim), reps)
         size += any(c["decision"] == "changed" for c in fam.changes)
-        # planted crossing
+        # planted crossing: A ahead by 0.5 SD at the first budget, behind by 0.5 SD at the last
         a = bench.draw(rng, n_runs, shifts=[0.5 * sd * GROWTH[0], 0.0 * sd, -0.5 * sd * GROWTH[2]])
         _, fam = audit(a, bench.draw(rng, n_runs), settings.replace(seed=sim), reps)
         d1, d3 = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(3, "A", "B")]["decision"]
         power += d1 == "a>b" and d3 == "b>a"
         chg_pow += any(c["decision"] == "changed" and c["budget_low"] == 1 for c in fam.changes)
-    return {"cover": rate(cover, n_cover), "fwer": rate(fwer, sims), "size": rate(size, sims),
+    return {"cover": rate(null["cover"], null["n_cover"]), "fwer": rate(null["fwer"], sims), "size": rate(size, sims),
             "power": rate(power, sims), "chg_pow": rate(chg_pow, sims)}
 
 

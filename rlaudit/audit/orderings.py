@@ -14,8 +14,7 @@ bootstrap p-value is ``p = min(1, (2 t + 1) / (n + 1))`` (never 0: with ``n`` re
 Error control (``correction``):
 
 - ``maxt`` (default): Westfall & Young's step-down min-P on the joint bootstrap. Every replicate ``r`` gives
-  each member the tail count ``t*_r`` that replicate would have had as the observed value
-  (``min(#{D <= D_r}, #{D >= D_r}) - 1``); at step ``k`` the members not yet decided are compared with the
+  each member the tail count ``t*_r`` of that replicate as a null value (``min(#{D <= D_r}, #{D >= D_r})``); at step ``k`` the members not yet decided are compared with the
   distribution of ``min`` of their ``t*_r``. It uses the dependence between members (pairs sharing an
   algorithm, paired budgets), so it decides at least as much as Holm up to Monte-Carlo error, and it
   equals the single percentile test when the family has one member.
@@ -89,10 +88,12 @@ def p_from_tail(tail, n: int):
 
 
 def null_tails(diffs: np.ndarray) -> np.ndarray:
-    """Tail count each replicate would give as the observed value: ``min(#{D <= D_r}, #{D >= D_r}) - 1``.
+    """Tail count of each replicate as a null value: ``min(#{D <= D_r}, #{D >= D_r})``.
 
-    The joint null distribution of the min-P step-down (``correction="maxt"``): for a continuous statistic
-    these are uniform on the p-value grid, as the observed tail count is under the null.
+    The joint null distribution of the min-P step-down (``correction="maxt"``). For distinct replicates the
+    values ``1, 1, 2, 2, ...`` each appear twice, so ``#{r: p(t*_r) <= p(t)} + 1 = 2 t + 1``: with one member
+    the step-down p-value is the member's own ``(2 t + 1) / (n + 1)``. Ties count on both sides (a constant
+    statistic gives ``t* = n``, p-value 1).
 
     Args:
         diffs: bootstrap replicates of one member, shape ``(reps,)``.
@@ -103,7 +104,7 @@ def null_tails(diffs: np.ndarray) -> np.ndarray:
     s = np.sort(diffs)
     le = np.searchsorted(s, diffs, side="right")
     ge = diffs.size - np.searchsorted(s, diffs, side="left")
-    return np.minimum(le, ge) - 1
+    return np.minimum(le, ge)
 
 
 def tail_limit(level: float, n: int) -> int:
@@ -170,10 +171,10 @@ def _min_p_steps(p: np.ndarray, order: np.ndarray, n: int, alpha: float,
 
     ``minU_r(k)`` is the smallest null p-value ``(2 t*_r + 1) / (n + 1)`` of replicate ``r`` over the members
     from step ``k`` on (built from the last step backwards, one column at a time, so memory is one ``(n,)``
-    vector). The step's p-value is ``(#{r: minU_r(k) < p_k} + 1) / (n + 1)`` (strict, so that with one
-    member it is the member's own p-value ``(2 t + 1) / (n + 1)``); a member is decided at the step iff that
-    is below ``alpha``, i.e. iff its p-value is below the critical value: just above the ``(A + 1)``-th
-    smallest ``minU_r(k)``, ``A`` the largest count with ``(A + 1) / (n + 1) < alpha``.
+    vector). The step's p-value is ``(#{r: minU_r(k) <= p_k} + 1) / (n + 1)`` (with one member, the member's
+    own p-value, see :func:`null_tails`); a member is decided at the step iff that is below ``alpha``, i.e.
+    iff its p-value is below the critical value, the ``(A + 1)``-th smallest ``minU_r(k)`` with ``A`` the
+    largest count such that ``(A + 1) / (n + 1) < alpha``.
     """
     m = p.size
     step_p = np.empty(m)
@@ -182,13 +183,13 @@ def _min_p_steps(p: np.ndarray, order: np.ndarray, n: int, alpha: float,
     allowed = int(math.ceil(alpha * (n + 1) - 1.0)) - 1  # largest count with (count + 1) / (n + 1) < alpha
     for k in range(m - 1, -1, -1):
         np.minimum(running, p_from_tail(null_column(int(order[k])), n), out=running)
-        step_p[k] = (np.count_nonzero(running < p[order[k]]) + 1.0) / (n + 1.0)
+        step_p[k] = (np.count_nonzero(running <= p[order[k]]) + 1.0) / (n + 1.0)
         if allowed < 0:
             critical[k] = 0.0
         elif allowed >= n:
             critical[k] = np.inf
-        else:  # decided iff p <= the (allowed + 1)-th smallest: "p < c" with c the next double above it
-            critical[k] = float(np.nextafter(np.partition(running, allowed)[allowed], np.inf))
+        else:
+            critical[k] = float(np.partition(running, allowed)[allowed])
     return np.minimum(step_p, 1.0), critical
 
 
