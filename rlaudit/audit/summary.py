@@ -10,11 +10,12 @@ from rich.table import Table
 from rich.text import Text
 
 from rlaudit.audit.claims import overall_verdict
+from rlaudit.audit.inversions import FINDINGS, NOTES
 from rlaudit.audit.result import AuditResult
 
 LABELS = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "OG"}
 _VERDICT_STYLE = {"holds": "green", "reversed": "red", "inconclusive": "yellow"}
-_KIND_STYLE = {"confirmed": "bold red", "lost": "yellow", "unconfirmed": "dim"}
+_KIND_STYLE = {"confirmed": "bold red", "changed": "red"}
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -25,6 +26,17 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 def _ci(point: float, lo: float, hi: float) -> str:
     return f"{_num(point)} [{_num(lo)}, {_num(hi)}]"
+
+
+def runs_needed_text(o: dict, cap: int) -> str:
+    """``"24 (9 to > 1000)"``: the estimate, then its range over the effect's interval; ``-`` when decided."""
+    if o.get("runs_needed") is None:
+        return "-"
+    main = f"> {cap}" if o.get("runs_needed_capped") else str(o["runs_needed"])
+    rng = o.get("runs_needed_range")
+    if not rng:
+        return main
+    return f"{main} ({rng[0]} to {'> ' + str(cap) if rng[1] is None else rng[1]})"
 
 
 def budget_label(b: int) -> str:
@@ -101,8 +113,7 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
                 t.add_column(col, justify=just)
             shown = sorted(rows, key=lambda o: o["p_adjusted"])
             for o in shown[:max_rows]:
-                needed = ("-" if o["runs_needed"] is None else
-                          f"> {s['runs_needed_cap']}" if o["runs_needed_capped"] else str(o["runs_needed"]))
+                needed = runs_needed_text(o, s["runs_needed_cap"])
                 t.add_row(Text(f"{o['a']} vs {o['b']}"), _ci(o["diff_point"], o["diff_lo"], o["diff_hi"]),
                           _p(o["p_adjusted"], s["reps"]), _decision_text(o["decision"], o["a"], o["b"]),
                           _ci(o["p_improvement"], o["p_improvement_lo"], o["p_improvement_hi"]), needed)
@@ -110,21 +121,21 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             if len(shown) > max_rows:
                 console.print(Text(f"  … {len(shown) - max_rows} more pairs in audit.json"))
 
-    console.print(Text("Inversions between budgets", style="bold"))
+    console.print(Text("Inversions and tested changes between budgets", style="bold"))
+    counts = defaultdict(int)
+    for inv in result.inversions:
+        counts[inv["kind"]] += 1
+    found = [i for i in result.inversions if i["kind"] in FINDINGS]
     if len(result.budgets) < 2:
         console.print(Text("  one budget audited: no inversions to look for"))
-    elif not result.inversions:
-        console.print(Text("  none: every ordering is stable across the audited budgets"))
+    elif not found:
+        console.print(Text("  none found: no ordering is decided both ways and no change test rejects"))
     else:
-        counts = defaultdict(int)
-        for inv in result.inversions:
-            counts[inv["kind"]] += 1
-        console.print(Text("  " + ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "lost", "unconfirmed"))))
+        console.print(Text("  " + ", ".join(f"{counts[k]} {k}" for k in FINDINGS) + " (error-controlled)"))
         t = Table(show_header=True)
-        for col in ("kind", "pair", f"low budget", "decision", f"high budget", "decision"):
+        for col in ("kind", "pair", "low budget", "decision", "high budget", "decision"):
             t.add_column(col)
-        order = {"confirmed": 0, "lost": 1, "unconfirmed": 2}
-        invs = sorted(result.inversions, key=lambda r: (order[r["kind"]], r["a"], r["b"], r["budget_low"]))
+        invs = sorted(found, key=lambda r: (FINDINGS.index(r["kind"]), r["a"], r["b"], r["budget_low"]))
         for inv in invs[:max_rows]:
             t.add_row(Text(inv["kind"], style=_KIND_STYLE[inv["kind"]]), Text(f"{inv['a']} vs {inv['b']}"),
                       budget_label(inv["budget_low"]), _decision_text(inv["decision_low"], inv["a"], inv["b"]),
@@ -132,6 +143,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         console.print(t)
         if len(invs) > max_rows:
             console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))
+    if any(counts[k] for k in NOTES):
+        console.print(Text(f"  notes (descriptive, not findings): {counts['decided_once']} decided at one budget "
+                           f"only, {counts['unconfirmed']} with point estimates that swap", style="dim"))
     for c in result.crossovers[:max_rows]:
         frm = _decision_text(c["from"], c["a"], c["b"]).plain
         to = _decision_text(c["to"], c["a"], c["b"]).plain

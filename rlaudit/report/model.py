@@ -14,9 +14,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
 from rlaudit.errors import InputError
-
-SCHEMA_VERSION = 1
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
@@ -133,6 +132,16 @@ class Ordering:
     p_improvement: Interval
     runs_needed: int | None
     runs_needed_capped: bool
+    runs_needed_range: tuple[int, int | None] | None = None
+    """Runs needed over the effect's interval: ``(fewest, most)``, ``most`` ``None`` for "> cap"."""
+
+    @property
+    def runs_needed_range_text(self) -> str:
+        """``"9 to 40"``, ``"9 or more"`` (the interval contains 0), or ``""`` without a range."""
+        if not self.runs_needed_range:
+            return ""
+        fewest, most = self.runs_needed_range
+        return f"{fewest} or more" if most is None else f"{fewest} to {most}"
 
     @property
     def winner(self) -> str | None:
@@ -299,7 +308,10 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
                 p_improvement=Interval(_float(row.get("p_improvement")), _float(row.get("p_improvement_lo")),
                                        _float(row.get("p_improvement_hi"))),
                 runs_needed=None if row.get("runs_needed") is None else int(row["runs_needed"]),
-                runs_needed_capped=bool(row.get("runs_needed_capped", False))))
+                runs_needed_capped=bool(row.get("runs_needed_capped", False)),
+                runs_needed_range=None if not row.get("runs_needed_range") else (
+                    int(row["runs_needed_range"][0]),
+                    None if row["runs_needed_range"][1] is None else int(row["runs_needed_range"][1]))))
         except KeyError as exc:
             raise InputError(f"{where}: orderings[{i}] lacks key {exc.args[0]!r}") from None
         if orderings[-1].decision not in ("a>b", "b>a", "inconclusive"):
@@ -415,15 +427,15 @@ def _findings(r: Report) -> list[Finding]:
             where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
             out.append(Finding("claim-undecided", f"Claim \u201c{c.get('text')}\u201d is undecided: {where}.",
                                "warning"))
-    lost = [i for i in r.inversions if i.get("kind") == "lost"]
-    unconfirmed = [i for i in r.inversions if i.get("kind") == "unconfirmed"]
-    if lost or unconfirmed:
-        pairs = sorted({f"{i['a']} vs {i['b']}" for i in lost + unconfirmed})
+    # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
+    # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
+    changed = [i for i in r.inversions if i.get("kind") == "changed"]
+    if changed:
+        pairs = sorted({f"{i['a']} vs {i['b']}" for i in changed})
         shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
         out.append(Finding("inversion", (
-            f"{len(lost)} budget pair(s) where an ordering is decided at one budget but not the other (lost) and "
-            f"{len(unconfirmed)} where only the point estimates swap (unconfirmed), involving {shown}: "
-            "these conclusions do not carry over between budgets."), "warning"))
+            f"{len(changed)} tested change(s) of a gap between budgets ({m}), involving {shown}: the difference "
+            "between the two algorithms is not the same at both budgets (error-controlled)."), "warning"))
     n, k = r.summary["n_orderings"], r.summary["n_decided"]
     undecided = [o for o in r.orderings if o.metric == r.metric and o.decision == "inconclusive"]
     if undecided:
@@ -493,8 +505,7 @@ def _setup(r: Report) -> list[tuple[str, str]]:
     rows.append(("Bootstrap", f"stratified over runs within tasks; {s.get('reps', '–')} replicates for aggregates "
                  f"and differences, {s.get('reps_pairwise', '–')} for probability of improvement, profiles, "
                  f"ranks and per-task intervals; {s.get('interval_method', 'percentile')} intervals at "
-                 f"{s.get('confidence', 0.95)}; seed {s.get('seed', '–')}"
-                 + ("; decisions use the small-sample (expanded) bootstrap" if s.get("small_sample") else "")))
+                 f"{s.get('confidence', 0.95)} (the same scheme decides orderings and changes); seed {s.get('seed', '–')}"))
     first = str(s.get("correction_description") or "").split(": ")[0].split(". ")[0].rstrip(".")
     rows.append(("Error control", f"family-wise α = {s.get('alpha', '–')}, {s.get('correction', '–')}"
                  + (f" ({first}; details in audit.json settings.correction_description)" if first else "")))
