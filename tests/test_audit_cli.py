@@ -293,3 +293,26 @@ def test_summary_prints_names_literally(tmp_path):
     code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "1200", "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     assert "B[x] vs [red]A[/red]" in stdout and "[red]A[/red] > B[x]" in stdout
+
+
+def test_protocol_file_audit_section_keys(tmp_path):
+    """The loader hands [audit] to AuditSettings.from_section: power and the new keys load, bad values and
+    unknown keys are one line naming `file: audit.KEY`."""
+    from rlaudit.audit import AuditSettings
+    from rlaudit.errors import InputError
+    from rlaudit.protocol import parse_protocol
+
+    base = (Path(__file__).resolve().parents[1] / "protocols" / "quickstart.toml").read_text(encoding="utf-8")
+    text = base.replace('[audit]\nmetric = "iqm"\n', '[audit]\nmetric = "iqm"\npower = 0.99\nci_method = "percentile"\n'
+                        'small_sample = false\nmin_effect = 0.1\n')
+    proto = parse_protocol(text, "q.toml", base_dir=tmp_path)
+    s = AuditSettings.from_section(proto.audit.to_dict(), "q.toml")
+    assert (s.power, s.interval_method, s.min_effect) == (0.99, "percentile", 0.1)
+    for key, value, fragment in (("reps", "10", "q.toml: audit.reps: need at least 100"),
+                                 ("powr", "0.9", "q.toml: audit.powr: unknown key (did you mean 'power'?)"),
+                                 ("metric", '"iqr"', "q.toml: audit.metric: unknown metric 'iqr'"),
+                                 ("ci_method", '"student"', "q.toml: audit.ci_method: unknown interval method")):
+        bad = base.replace('[audit]\nmetric = "iqm"\n', f'[audit]\n{key} = {value}\n')
+        with pytest.raises(InputError) as exc:
+            parse_protocol(bad, "q.toml", base_dir=tmp_path)
+        assert str(exc.value).startswith(fragment), str(exc.value)

@@ -12,8 +12,9 @@ from rich.text import Text
 from rlaudit.audit.claims import overall_verdict
 from rlaudit.audit.inversions import FINDINGS, NOTES
 from rlaudit.audit.result import AuditResult
+from rlaudit.stats.metrics import METRIC_LABELS
 
-LABELS = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "OG"}
+LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 _VERDICT_STYLE = {"holds": "green", "reversed": "red", "inconclusive": "yellow"}
 _KIND_STYLE = {"confirmed": "bold red", "changed": "red"}
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
 from rlaudit.errors import InputError
+from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
@@ -30,8 +31,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
-METRIC_NAMES = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "Optimality gap"}
-LOWER_IS_BETTER = frozenset({"og"})
+METRIC_NAMES = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
+LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
               "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
