@@ -616,3 +616,61 @@ def test_calibration_percentile_scheme_undercovers_at_three_runs():
     bench = _calibration_bench()
     r = bench.null_rates("percentile", 10, 3, sims=100, reps=2_000)
     assert r["cover"] < scipy.stats.binom.ppf(0.01, r["n_cover"], 0.93)
+
+
+# ------------------------------------------------------------------------------ paired budgets, changes
+
+def _nested_table(shuffle_runs: bool) -> ScoreTable:
+    """A and B on 4 tasks x 6 runs at budgets 1 and 2; a run's score at budget 2 is its score at budget 1
+    plus a small increment (run-to-run correlation near 1). With ``shuffle_runs`` the run ids at budget 2
+    are renamed so that no run id is shared between budgets (same scores, unpaired)."""
+    rng = np.random.default_rng(21)
+    rows = []
+    for a, shift in (("A", 0.0), ("B", 0.1)):
+        for t in range(4):
+            base = rng.normal(1.0 + shift, 0.5, 6)
+            for b, x in ((1, base), (2, base + 0.2 + rng.normal(0, 0.02, 6))):
+                for r, v in enumerate(x):
+                    run = f"r{r}" if not (shuffle_runs and b == 2) else f"late{r}"
+                    rows.append({"algorithm": a, "task": f"t{t}", "run": run, "budget": b, "score": float(v)})
+    return ScoreTable.from_frame(pd.DataFrame(rows))
+
+
+def test_paired_budgets_resample_runs_jointly():
+    settings = AuditSettings(reps=4_000, reps_pairwise=200, metrics=("iqm",))
+    paired = run_audit(_nested_table(False), settings)
+    unpaired = run_audit(_nested_table(True), settings)
+    assert paired.data["paired_budgets"] == ["A", "B"] and unpaired.data["paired_budgets"] == []
+    (cp,), (cu,) = paired.changes, unpaired.changes
+    assert (cp["budget_low"], cp["budget_high"], cp["a"], cp["b"]) == (1, 2, "A", "B")
+    assert cp["diff_point"] == pytest.approx(cu["diff_point"], abs=1e-12)  # same scores, same change
+    # the same runs at both budgets: the gap's change is nearly deterministic when paired
+    assert cp["diff_se"] < 0.2 * cu["diff_se"]
+    # orderings at each budget do not depend on the pairing beyond Monte-Carlo error
+    for b in (1, 2):
+        assert paired.ordering(b, "A", "B")["diff_point"] == pytest.approx(unpaired.ordering(b, "A", "B")["diff_point"])
+
+
+def test_planted_change_is_a_finding_and_notes_are_not():
+    # A's lead over B is 1.0 at budget 1 and 0.3 at budget 2 (both decided, same direction): a tested change.
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.0, ("A", 2): 1.3, ("B", 2): 1.0}, n_tasks=5, n_runs=10,
+                         sd=0.2, seed=4)
+    res = run_audit(table, FAST)
+    (change,) = res.changes
+    assert change["decision"] == "changed" and change["diff_point"] < 0
+    (inv,) = res.inversions
+    assert (inv["kind"], inv["finding"], inv["change_tested"]) == ("changed", True, True)
+    # with the gap unchanged the same design reports no change
+    same = run_audit(normal_table({("A", 1): 1.0, ("B", 1): 0.0, ("A", 2): 1.0, ("B", 2): 0.0}, n_tasks=5,
+                                  n_runs=10, sd=0.2, seed=4), FAST)
+    assert same.changes[0]["decision"] == "inconclusive" and same.inversions == []
+
+
+def test_same_seed_gives_bit_identical_audit_json():
+    table = _nested_table(False)
+    settings = AuditSettings(reps=4_000, reps_pairwise=200, seed=7)
+    one, two = run_audit(table, settings).to_dict(), run_audit(table, settings).to_dict()
+    one.pop("created"), two.pop("created")
+    assert json.dumps(one) == json.dumps(two)
+    other = run_audit(table, settings.replace(seed=8)).to_dict()
+    assert other["aggregates"] != one["aggregates"]

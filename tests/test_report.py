@@ -207,6 +207,10 @@ def test_verdict_lists_most_important_findings_first(audit_doc):
     assert "Claim \u201cRainbow > DQN\u201d fails: reversed at 10M frames" in text
     assert "Claim \u201cRainbow > IQN\u201d is undecided" in text
     assert "Claim \u201cIQN > C51\u201d holds" in text
+    # tested changes are findings; untested notes (decided at one budget only, swapped points) are not
+    assert any(i["kind"] == "decided_once" for i in audit_doc["inversions"])
+    assert "tested change(s) of a gap between budgets" in text
+    assert "decided_once" not in text and "unconfirmed" not in text and "one budget but not" not in text
 
 
 # ------------------------------------------------------------------------------------------------ outputs
