@@ -204,8 +204,8 @@ def test_verdict_lists_most_important_findings_first(audit_doc):
     assert sev == sorted(sev, key=["critical", "warning", "info"].index)
     text = " ".join(f.text for f in r.findings)
     assert "DQN > Rainbow at 10M frames" in text and "Rainbow > DQN at" in text
-    assert "Claim \u201cRainbow > DQN\u201d fails: reversed at 10M frames" in text
-    assert "Claim \u201cRainbow > IQN\u201d is undecided" in text
+    assert "Claim \u201cRainbow > DQN\u201d is reversed at 10M frames" in text
+    assert "Claim \u201cRainbow > IQN\u201d is inconclusive" in text
     assert "Claim \u201cIQN > C51\u201d holds" in text
     # tested changes are findings; untested notes (decided at one budget only, swapped points) are not
     assert any(i["kind"] == "decided_once" for i in audit_doc["inversions"])

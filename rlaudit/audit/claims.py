@@ -152,6 +152,16 @@ def verdict(decision: str) -> str:
     return {"a>b": "holds", "b>a": "reversed"}.get(decision, "inconclusive")
 
 
+def claim_status(verdicts: Sequence[str]) -> str:
+    """One word for a claim over its budgets, in the per-budget vocabulary (:data:`VERDICTS`): ``holds`` at
+    every budget, ``reversed`` at some budget, else ``inconclusive``."""
+    if verdicts and all(v == "holds" for v in verdicts):
+        return "holds"
+    if any(v == "reversed" for v in verdicts):
+        return "reversed"
+    return "inconclusive"
+
+
 def overall_verdict(per_budget: Sequence[tuple[int, str]], budget_format: Callable[[int], str] = str) -> str:
     """Overall verdict from ``(budget, verdict)`` pairs, budgets ascending.
 

@@ -14,6 +14,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rlaudit.audit.claims import VERDICTS
+from rlaudit.audit.claims import claim_status as audit_claim_status
 from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
 from rlaudit.errors import InputError
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
@@ -112,7 +114,7 @@ class Finding:
     """One line of the verdict, most important first."""
 
     kind: str
-    """``inversion``, ``claim-fails``, ``claim-undecided``, ``undecided``, ``claim-holds``, ``checklist``, ``info``."""
+    """``inversion``, ``claim-reversed``, ``claim-inconclusive``, ``undecided``, ``claim-holds``, ``checklist``, ``info``."""
     text: str
     severity: str = "info"
     """``critical`` (changes the conclusion), ``warning`` or ``info``."""
@@ -361,7 +363,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         "n_orderings": len(main),
         "n_decided": sum(o.decision != "inconclusive" for o in main),
         "n_confirmed_inversions": sum(i.get("kind") == "confirmed" for i in inversions),
-        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in ("holds", "fails", "undecided")},
+        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in VERDICTS},
     }
     report = Report(
         title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
@@ -376,13 +378,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
 
 
 def _claim_status(claim: dict) -> str:
-    """``holds`` (every budget), ``fails`` (reversed somewhere) or ``undecided`` (anything else)."""
-    verdicts = [p.get("verdict") for p in claim.get("per_budget") or []]
-    if verdicts and all(v == "holds" for v in verdicts):
-        return "holds"
-    if any(v == "reversed" for v in verdicts):
-        return "fails"
-    return "undecided"
+    """``holds`` (every budget), ``reversed`` (somewhere) or ``inconclusive``: the audit's verdict words."""
+    return audit_claim_status([p.get("verdict") for p in claim.get("per_budget") or []])
 
 
 def claim_status(claim: dict) -> str:
@@ -416,17 +413,17 @@ def _findings(r: Report) -> list[Finding]:
                            "critical"))
     for c in r.claims:
         status = _claim_status(c)
-        if status == "fails":
+        if status == "reversed":
             rev = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "reversed"]
             held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
             tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
-            out.append(Finding("claim-fails", f"Claim \u201c{c.get('text')}\u201d fails: reversed at "
+            out.append(Finding("claim-reversed", f"Claim \u201c{c.get('text')}\u201d is reversed at "
                                f"{_join(rev)} {r.unit}{tail}.", "critical"))
     for c in r.claims:
-        if _claim_status(c) == "undecided":
+        if _claim_status(c) == "inconclusive":
             held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
             where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
-            out.append(Finding("claim-undecided", f"Claim \u201c{c.get('text')}\u201d is undecided: {where}.",
+            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.get('text')}\u201d is inconclusive: {where}.",
                                "warning"))
     # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
     # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
