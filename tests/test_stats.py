@@ -145,6 +145,9 @@ def test_expand_runs_and_variance_contributions_hand_computed():
     np.testing.assert_allclose(variance_contributions("mean", s), [1 / 12, 1.0], rtol=0, atol=1e-15)
     # og at gamma 2: [1,2,2] var 1/3 -> 1/36; [0,2] var 2 -> 2/8
     np.testing.assert_allclose(variance_contributions("og", s, 2.0), [1 / 36, 0.25], rtol=0, atol=1e-15)
+    # median: only tasks whose mean is within the quartiles of the task means (means 1, 2, 10: only 2)
+    s3 = [np.array([0.0, 2.0]), np.array([1.0, 3.0]), np.array([9.0, 11.0])]
+    np.testing.assert_allclose(variance_contributions("median", s3), [0.0, 2 / (2 * 9), 0.0], rtol=0, atol=1e-15)
     # iqm: pooled sorted 0 1 2 3 4, k = 1, winsorise at [1, 3]: [1,2,3] var 1, [1,3] var 2; kept = 3
     np.testing.assert_allclose(variance_contributions("iqm", s), [3 * 1 / 9, 2 * 2 / 9], rtol=0, atol=1e-15)
     # Welch-Satterthwaite: (1/12 + 1)^2 / ((1/12)^2 / 2 + 1 / 1)

@@ -80,7 +80,8 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
                   f"budget(s) ({unit}); scores: {d.get('score_kind')}, normalisation: {d.get('normalization')}"))
     console.print(Text(f"deciding metric {mlabel}; {s['reps']} bootstrap replicates, seed {s['seed']}; "
                   f"{s['correction']} correction, family-wise alpha {s['alpha']:g} over "
-                  f"{len(result.orderings)} ordering(s); intervals on aggregates at {100 * s['confidence']:g}% "
+                  f"{s.get('n_tests', len(result.orderings))} test(s) ({len(result.orderings)} orderings, "
+                  f"{len(result.changes)} changes); intervals on aggregates at {100 * s['confidence']:g}% "
                   f"({s['interval_method']}); other metrics: point estimates (intervals in audit.json)"))
 
     agg = {(r["budget"], r["algorithm"], r["metric"]): r for r in result.aggregates}

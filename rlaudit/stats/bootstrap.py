@@ -261,8 +261,10 @@ def expand_runs(score_set) -> list[np.ndarray]:
 def variance_contributions(metric: str, score_set, gamma: float = 1.0) -> np.ndarray:
     """Each task's contribution to the variance of ``metric``'s estimate (delta method, unbiased per task).
 
-    ``mean`` / ``og`` (and, as an approximation, ``median``): ``s_m^2 / (n_m T^2)`` with ``s_m^2`` the sample
-    variance of task ``m``'s (clipped at ``gamma`` for ``og``) scores. ``iqm``: the trimmed mean's influence
+    ``mean`` / ``og``: ``s_m^2 / (n_m T^2)`` with ``s_m^2`` the sample variance of task ``m``'s (clipped at
+    ``gamma`` for ``og``) scores. ``median`` (an approximation: the median of task means moves only with the
+    tasks near it): the same for the tasks whose mean lies between the quartiles of the task means, 0 for
+    the others. ``iqm``: the trimmed mean's influence
     function is the score winsorised at the trimming points divided by the kept fraction, so the
     contribution is ``n_m w_m^2 / (n_scores kept)^2`` with ``w_m^2`` the sample variance of task ``m``'s
     winsorised scores. Tasks with one run contribute 0. They set the effective degrees of freedom of the
@@ -288,8 +290,13 @@ def variance_contributions(metric: str, score_set, gamma: float = 1.0) -> np.nda
             if x.size > 1:
                 out[m] = x.size * np.var(np.clip(x, lo, hi), ddof=1) / float(n - 2 * k) ** 2
         return out
+    middle = np.ones(n_tasks, dtype=bool)
+    if metric == "median":
+        means = np.array([x.mean() for x in arrays])
+        q1, q3 = np.quantile(means, (0.25, 0.75))
+        middle = (means >= q1) & (means <= q3)
     for m, x in enumerate(arrays):
-        if x.size > 1:
+        if x.size > 1 and middle[m]:
             v = np.minimum(x, gamma) if metric == "og" else x
             out[m] = np.var(v, ddof=1) / (x.size * n_tasks ** 2)
     return out
