@@ -674,3 +674,13 @@ def test_same_seed_gives_bit_identical_audit_json():
     assert json.dumps(one) == json.dumps(two)
     other = run_audit(table, settings.replace(seed=8)).to_dict()
     assert other["aggregates"] != one["aggregates"]
+
+
+def test_audit_too_large_for_memory_refused(monkeypatch):
+    import rlaudit.audit as audit_api
+
+    monkeypatch.setattr(audit_api, "MAX_REPLICATE_BYTES", 1 << 20)
+    table = _nested_table(False)  # 2 algorithms x 2 budgets x 4 metrics x 50,000 x 8 bytes = 6.1 MiB
+    with pytest.raises(InputError, match=r"^--budgets: 2 algorithms x 2 budgets make 3 tests, which need 50,000 "
+                                         r"replicates each \(6 MiB of replicates, more than 1 MiB\)"):
+        run_audit(table, AuditSettings(reps_pairwise=200))

@@ -14,6 +14,7 @@ from rlaudit.audit.claims import Claim, load_claims_file, parse_claims
 from rlaudit.audit.engine import Progress
 from rlaudit.audit.result import SCHEMA_VERSION, AuditResult
 from rlaudit.audit.settings import AuditSettings
+from rlaudit.errors import InputError
 from rlaudit.scores import ScoreTable
 
 __all__ = ["AuditResult", "AuditSettings", "Claim", "SCHEMA_VERSION", "load_claims_file", "parse_claims",
@@ -29,6 +30,19 @@ def work_estimate(table: ScoreTable, settings: AuditSettings) -> float:
     n_algorithms = max(1, table.frame["algorithm"].nunique())
     reps = settings.reps or 50_000
     return float(len(table.frame)) * (reps + (n_algorithms + 1) * settings.reps_pairwise)
+
+
+MAX_REPLICATE_BYTES = 4 << 30
+"""Largest replicate store an audit may hold (every (algorithm, budget, metric) keeps its ``reps`` replicates
+for the joint max-T family); above it the audit is refused with the way out rather than running out of memory."""
+
+
+def _check_memory(sel, n_metrics: int, reps: int) -> None:
+    need = len(sel.algorithms) * len(sel.budgets) * n_metrics * reps * 8
+    if need > MAX_REPLICATE_BYTES:
+        raise InputError(f"--budgets: {len(sel.algorithms)} algorithms x {len(sel.budgets)} budgets make {sel.n_tests} "
+                         f"tests, which need {reps:,} replicates each ({need / 2**20:,.0f} MiB of replicates, more "
+                         f"than {MAX_REPLICATE_BYTES / 2**20:,.0f} MiB); audit fewer budgets (--budgets) or algorithms")
 
 
 def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: Sequence[Claim] = (),
@@ -56,6 +70,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
     progress = progress or Progress()
     sel = engine.select(table, settings, claims, engine.where_of(table, source))
     reps = settings.reps_for(sel.n_tests)
+    _check_memory(sel, len(metrics), reps)
     boot = engine.bootstrap_aggregates(sel, settings, metrics, reps, progress)
     families = {m: engine.decide_family(sel, boot, settings, m) for m in metrics}
     orderings = engine.pairwise_details(sel, families[settings.metric], settings, progress)
