@@ -22,6 +22,35 @@ changes between budgets (``changes``; inversion kinds ``changed`` and ``decided_
 ``settings.min_effect``, ``data.paired_budgets``."""
 
 
+# Budgets for humans: one definition for the terminal summary and every report format.
+UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
+              "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
+
+
+def format_budget(budget: int | float, unit: str | None = None) -> str:
+    """Format a budget for humans: ``100000 -> "100k"``, ``200000000 -> "200M"``, ``1500000 -> "1.5M"``.
+
+    Args:
+        budget: the budget in its unit (integer in ``audit.json``).
+        unit: budget unit (``"frames"``); appended in words when given.
+    """
+    b = float(budget)
+    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(b) >= scale:
+            v = b / scale
+            text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
+            break
+    return f"{text} {unit_name(unit)}" if unit else text
+
+
+def unit_name(unit: str | None) -> str:
+    """Budget unit in words (``env_steps -> "environment steps"``)."""
+    if not unit:
+        return ""
+    return UNIT_NAMES.get(unit, unit.replace("_", " "))
+
+
 @dataclass
 class AuditResult:
     """Everything an audit found; field names and meanings follow ``docs/audit-json.md``.

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from rlaudit.audit.claims import overall_verdict
 from rlaudit.audit.inversions import FINDINGS, NOTES
-from rlaudit.audit.result import AuditResult
+from rlaudit.audit.result import AuditResult, format_budget
 from rlaudit.stats.metrics import METRIC_LABELS
 
 LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
@@ -41,12 +41,8 @@ def runs_needed_text(o: dict, cap: int) -> str:
 
 
 def budget_label(b: int) -> str:
-    """Compact exact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k``, ``12345`` -> ``12345``."""
-    if b >= 1_000_000 and b % 1_000_000 == 0:
-        return f"{b // 1_000_000}M"
-    if b >= 1_000 and b % 1_000 == 0:
-        return f"{b // 1_000}k"
-    return str(b)
+    """Compact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k`` (:func:`~rlaudit.audit.result.format_budget`)."""
+    return format_budget(b)
 
 
 def _decision_text(decision: str, a: str, b: str) -> Text:

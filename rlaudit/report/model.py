@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from rlaudit.audit.claims import VERDICTS
 from rlaudit.audit.claims import claim_status as audit_claim_status
 from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
+from rlaudit.audit.result import UNIT_NAMES, format_budget, unit_name
 from rlaudit.errors import InputError
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
@@ -36,35 +37,9 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 METRIC_NAMES = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
-UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
-              "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
-
-
 # --------------------------------------------------------------------------------------------- formatting
-def format_budget(budget: int | float, unit: str | None = None) -> str:
-    """Format a budget for humans: ``100000 -> "100k"``, ``200000000 -> "200M"``, ``1500000 -> "1.5M"``.
-
-    Args:
-        budget: the budget in its unit (integer in ``audit.json``).
-        unit: budget unit (``"frames"``); appended in words when given.
-    """
-    b = float(budget)
-    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
-    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(b) >= scale:
-            v = b / scale
-            text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
-            break
-    return f"{text} {unit_name(unit)}" if unit else text
-
-
-def unit_name(unit: str | None) -> str:
-    """Budget unit in words (``env_steps -> "environment steps"``)."""
-    if not unit:
-        return ""
-    return UNIT_NAMES.get(unit, unit.replace("_", " "))
-
-
+# Budgets are formatted once, next to the audit.json document (format_budget, unit_name, imported above,
+# are what the terminal summary uses too).
 def format_number(x: float | None) -> str:
     """Format a score or metric with precision adapted to its magnitude (``None``/NaN -> ``"–"``)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
