@@ -178,6 +178,6 @@ def test_audit_without_data_uses_the_cache(shared_data, tmp_path, monkeypatch):
     except ImportError:
         return
     out = tmp_path / "audit"
-    r = CliRunner().invoke(main, ["audit", str(proto), "--out", str(out), "--reps", "200"])
+    r = CliRunner().invoke(main, ["audit", str(proto), "--out", str(out), "--reps", "1200"])  # >= 20 m / alpha
     assert r.exit_code == 0, r.output
     assert (out / "audit.json").is_file()
