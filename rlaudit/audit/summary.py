@@ -54,7 +54,8 @@ def _decision_text(decision: str, a: str, b: str) -> Text:
 
 
 def _p(p: float, reps: int) -> str:
-    return f"< {2 / reps:.1g}" if p == 0 else f"{p:.3g}"
+    """``p`` to 3 digits; the smallest p-value ``reps`` replicates can give, ``1 / (reps + 1)``, as ``≤ …``."""
+    return f"≤ {1 / (reps + 1):.1g}" if p <= 1.0 / (reps + 1) else f"{p:.3g}"
 
 
 def render_summary(result: AuditResult, console: Console | None = None, max_rows: int = 40) -> None:
