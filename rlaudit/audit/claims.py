@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlaudit.audit.settings import METRICS
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.stats.metrics import METRICS
 
 CLAIM_KEYS: tuple[str, ...] = ("better", "worse", "metric", "budgets", "text", "source")
 """Keys a ``[[claims]]`` table may hold."""

@@ -18,9 +18,6 @@ from rlaudit.errors import InputError, did_you_mean
 from rlaudit.stats.bootstrap import CI_METHODS, DEFAULT_REPS
 from rlaudit.stats.metrics import METRICS
 
-INTERVAL_METHODS = CI_METHODS
-"""Bootstrap schemes for intervals and decisions (``expanded``, ``percentile``, ``bca``)."""
-
 FLAGS: dict[str, str] = {
     "metric": "--metric", "metrics": "metrics", "gamma": "--gamma", "reps": "--reps",
     "reps_pairwise": "--reps-pairwise", "seed": "--seed", "alpha": "--alpha", "confidence": "confidence",
