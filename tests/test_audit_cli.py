@@ -189,6 +189,8 @@ def test_protocol_audit_section_resolved_once(tmp_path):
                                     "small_sample": False, "reps": 2000}, "p.toml")
     assert (s.power, s.interval_method, s.min_effect, s.reps) == (0.99, "percentile", 0.1, 2000)
     assert s.override(reps=5000, power=None).reps == 5000 and s.override(power=None).power == 0.99
+    old = AuditSettings.from_section({"small_sample": True}, "p.toml")
+    assert old.scheme == "expanded" and old.override(interval_method="percentile").scheme == "percentile"
     with pytest.raises(InputError, match=r"^p\.toml: audit\.reps: need at least 100"):
         AuditSettings.from_section({"reps": 10}, "p.toml").check()
     with pytest.raises(InputError, match=r"^--reps: need at least 100"):

@@ -117,6 +117,8 @@ class AuditSettings:
         """A copy with command-line ``flags`` applied (``None`` leaves a setting as it is); the error
         messages of an overridden setting name its flag."""
         changes = {k: v for k, v in flags.items() if v is not None}
+        if "interval_method" in changes and "small_sample" not in changes:
+            changes["small_sample"] = False  # an explicit scheme wins over an older small_sample = true
         unknown = [k for k in changes if k not in FLAGS]
         if unknown:
             raise TypeError(f"unknown audit setting(s): {', '.join(unknown)}")
