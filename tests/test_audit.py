@@ -91,6 +91,11 @@ def test_null_tails_hand_computed():
     # #(D <= D_r), #(D >= D_r): 3 -> 4, 2; 1 -> 1, 5; 2 -> 3, 4; 5 -> 5, 1
     assert null_tails(d).tolist() == [2, 1, 3, 3, 1]
     assert null_tails(np.zeros(4)).tolist() == [4, 4, 4, 4]  # a constant statistic: p-value 1
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # the definition, written out, on tie-heavy replicates
+        x = np.round(rng.normal(size=int(rng.integers(1, 300))), int(rng.integers(0, 2)))
+        expect = [min(np.count_nonzero(x <= v), np.count_nonzero(x >= v)) for v in x]
+        assert null_tails(x).tolist() == expect
 
 
 def test_maxt_single_member_is_the_percentile_test():
