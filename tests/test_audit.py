@@ -689,3 +689,20 @@ def test_audit_too_large_for_memory_refused(monkeypatch):
     with pytest.raises(InputError, match=r"^--budgets: 2 algorithms x 2 budgets make 3 tests, which need 50,000 "
                                          r"replicates each \(6 MiB of replicates, more than 1 MiB\)"):
         run_audit(table, AuditSettings(reps_pairwise=200))
+
+
+def test_typed_ordering_rows_read_every_key_once():
+    from rlaudit.audit.rows import Ordering
+
+    res = run_audit(normal_table({("A", 1): 0.5, ("B", 1): 0.48}, n_tasks=3, n_runs=5, seed=2), FAST)
+    row = res.orderings[0]
+    o = Ordering.from_dict(row)
+    assert (o.budget, o.a, o.b, o.decision) == (1, "A", "B", row["decision"])
+    assert (o.diff.point, o.diff.lo, o.diff.hi) == (row["diff_point"], row["diff_lo"], row["diff_hi"])
+    assert o.decision == "inconclusive" and o.runs_needed == row["runs_needed"]
+    fewest, most = row["runs_needed_range"]
+    assert most is None and o.runs_needed_text(1000) == f"{row['runs_needed']} ({fewest} to > 1000)"
+    with pytest.raises(InputError, match=r"^x\.json: orderings\[4\] lacks key 'decision'$"):
+        Ordering.from_dict({k: v for k, v in row.items() if k != "decision"}, "x.json", 4)
+    with pytest.raises(InputError, match=r"orderings\[0\]\.decision is 'maybe'"):
+        Ordering.from_dict(row | {"decision": "maybe"})

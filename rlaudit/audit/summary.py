@@ -12,6 +12,7 @@ from rich.text import Text
 from rlaudit.audit.claims import overall_verdict
 from rlaudit.audit.inversions import FINDINGS, NOTES
 from rlaudit.audit.result import AuditResult, format_budget
+from rlaudit.audit.rows import Ordering
 from rlaudit.stats.metrics import METRIC_LABELS
 
 LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
@@ -27,17 +28,6 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 def _ci(point: float, lo: float, hi: float) -> str:
     return f"{_num(point)} [{_num(lo)}, {_num(hi)}]"
-
-
-def runs_needed_text(o: dict, cap: int) -> str:
-    """``"24 (9 to > 1000)"``: the estimate, then its range over the effect's interval; ``-`` when decided."""
-    if o.get("runs_needed") is None:
-        return "-"
-    main = f"> {cap}" if o.get("runs_needed_capped") else str(o["runs_needed"])
-    rng = o.get("runs_needed_range")
-    if not rng:
-        return main
-    return f"{main} ({rng[0]} to {'> ' + str(cap) if rng[1] is None else rng[1]})"
 
 
 def budget_label(b: int) -> str:
@@ -86,8 +76,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     metrics = s["metrics"]
     higher = metric != "og"
     by_budget = defaultdict(list)
-    for o in result.orderings:
-        by_budget[o["budget"]].append(o)
+    for i, row in enumerate(result.orderings):
+        o = Ordering.from_dict(row, "audit.json", i, s["metric"])
+        by_budget[o.budget].append(o)
     for b in result.budgets:
         algs = sorted(d["algorithms"], key=lambda a: agg[(b, a, metric)]["point"], reverse=higher)
         table = Table(title=f"budget {budget_label(b)} {unit}: ranking by {mlabel}", title_justify="left")
@@ -110,12 +101,12 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             for col, just in (("pair", "left"), ("a - b [CI]", "right"), ("p adj.", "right"),
                               ("decision", "left"), ("P(a > b) [CI]", "right"), ("runs needed", "right")):
                 t.add_column(col, justify=just)
-            shown = sorted(rows, key=lambda o: o["p_adjusted"])
+            shown = sorted(rows, key=lambda o: 1.0 if o.p_adjusted is None else o.p_adjusted)
             for o in shown[:max_rows]:
-                needed = runs_needed_text(o, s["runs_needed_cap"])
-                t.add_row(Text(f"{o['a']} vs {o['b']}"), _ci(o["diff_point"], o["diff_lo"], o["diff_hi"]),
-                          _p(o["p_adjusted"], s["reps"]), _decision_text(o["decision"], o["a"], o["b"]),
-                          _ci(o["p_improvement"], o["p_improvement_lo"], o["p_improvement_hi"]), needed)
+                t.add_row(Text(f"{o.a} vs {o.b}"), _ci(o.diff.point, o.diff.lo, o.diff.hi),
+                          _p(o.p_adjusted, s["reps"]), _decision_text(o.decision, o.a, o.b),
+                          _ci(o.p_improvement.point, o.p_improvement.lo, o.p_improvement.hi),
+                          o.runs_needed_text(s["runs_needed_cap"]))
             console.print(t)
             if len(shown) > max_rows:
                 console.print(Text(f"  … {len(shown) - max_rows} more pairs in audit.json"))

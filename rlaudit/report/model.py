@@ -18,6 +18,7 @@ from rlaudit.audit.claims import VERDICTS
 from rlaudit.audit.claims import claim_status as audit_claim_status
 from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
 from rlaudit.audit.result import UNIT_NAMES, format_budget, unit_name
+from rlaudit.audit.rows import Interval, Ordering  # the typed audit.json rows (one from_dict each)
 from rlaudit.errors import InputError
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
@@ -73,18 +74,6 @@ def metric_name(metric: str) -> str:
 
 # --------------------------------------------------------------------------------------------- objects
 @dataclass(frozen=True)
-class Interval:
-    """A point estimate with its confidence interval."""
-
-    point: float | None
-    lo: float | None
-    hi: float | None
-
-    def __str__(self) -> str:
-        return format_interval(self.point, self.lo, self.hi)
-
-
-@dataclass(frozen=True)
 class Finding:
     """One line of the verdict, most important first."""
 
@@ -93,46 +82,6 @@ class Finding:
     text: str
     severity: str = "info"
     """``critical`` (changes the conclusion), ``warning`` or ``info``."""
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """A pairwise decision at one budget (``a`` vs ``b``, ``diff = metric(a) - metric(b)``)."""
-
-    budget: int
-    a: str
-    b: str
-    metric: str
-    decision: str
-    diff: Interval
-    p_value: float | None
-    p_adjusted: float | None
-    p_improvement: Interval
-    runs_needed: int | None
-    runs_needed_capped: bool
-    runs_needed_range: tuple[int, int | None] | None = None
-    """Runs needed over the effect's interval: ``(fewest, most)``, ``most`` ``None`` for "> cap"."""
-
-    @property
-    def runs_needed_range_text(self) -> str:
-        """``"9 to 40"``, ``"9 or more"`` (the interval contains 0), or ``""`` without a range."""
-        if not self.runs_needed_range:
-            return ""
-        fewest, most = self.runs_needed_range
-        return f"{fewest} or more" if most is None else f"{fewest} to {most}"
-
-    @property
-    def winner(self) -> str | None:
-        """The better algorithm, or ``None`` when inconclusive."""
-        return {"a>b": self.a, "b>a": self.b}.get(self.decision)
-
-    def decision_text(self) -> str:
-        """``"A > B"``, ``"B > A"`` or ``"inconclusive"``."""
-        if self.decision == "a>b":
-            return f"{self.a} > {self.b}"
-        if self.decision == "b>a":
-            return f"{self.b} > {self.a}"
-        return "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -275,26 +224,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         except KeyError as exc:
             raise InputError(f"{where}: aggregates[{i}] lacks key {exc.args[0]!r}") from None
 
-    orderings = []
-    for i, row in enumerate(_require(audit, "orderings", where, list)):
-        try:
-            orderings.append(Ordering(
-                budget=int(row["budget"]), a=str(row["a"]), b=str(row["b"]), metric=str(row.get("metric", metric)),
-                decision=str(row["decision"]),
-                diff=Interval(_float(row.get("diff_point")), _float(row.get("diff_lo")), _float(row.get("diff_hi"))),
-                p_value=_float(row.get("p_value")), p_adjusted=_float(row.get("p_adjusted")),
-                p_improvement=Interval(_float(row.get("p_improvement")), _float(row.get("p_improvement_lo")),
-                                       _float(row.get("p_improvement_hi"))),
-                runs_needed=None if row.get("runs_needed") is None else int(row["runs_needed"]),
-                runs_needed_capped=bool(row.get("runs_needed_capped", False)),
-                runs_needed_range=None if not row.get("runs_needed_range") else (
-                    int(row["runs_needed_range"][0]),
-                    None if row["runs_needed_range"][1] is None else int(row["runs_needed_range"][1]))))
-        except KeyError as exc:
-            raise InputError(f"{where}: orderings[{i}] lacks key {exc.args[0]!r}") from None
-        if orderings[-1].decision not in ("a>b", "b>a", "inconclusive"):
-            raise InputError(f"{where}: orderings[{i}].decision is {row['decision']!r}, expected "
-                             "'a>b', 'b>a' or 'inconclusive'")
+    orderings = [Ordering.from_dict(row, where, i, metric)
+                 for i, row in enumerate(_require(audit, "orderings", where, list))]
 
     ranks = {}
     for row in audit.get("rank_distribution") or []:
