@@ -1,69 +1,215 @@
-"""Null calibration of the audit's error control (a measurement script, not a test).
+"""Calibration suite of the audit's intervals and decisions (a measurement script, not a test).
 
-Two algorithms are drawn from one distribution (gamma(2, scale) with a different scale per task) at three
-budgets; each simulated dataset is audited and we count audits with at least one decided ordering (a
-false decision: the family-wise error) and with at least one confirmed inversion. Prints the rates and
-their ratio to alpha, with a one-sided 99 % Clopper-Pearson upper bound.
+Simulated benchmarks: ``n_tasks`` tasks with heterogeneous scales (Gamma shape in [1, 4], scale log-uniform
+over two decades: skewed runs of very different sizes), two algorithms A and B, three budgets. Runs are
+*nested*: a run's scores at the three budgets come from one latent Gaussian with correlation 0.8 between
+budgets (a Gaussian copula), and scores grow with the budget (scale x 1, 1.5, 2). The population IQM of the
+benchmark (25 %-trimmed mean of the equal-weight mixture of the task distributions) is computed exactly, so
+interval coverage is measured against the truth. Each simulated audit runs the audit's own steps
+(``rlaudit.audit.engine``: bootstrap scheme, joint draws across paired budgets, one error-controlled family of
+orderings and changes), without the descriptive parts (profiles, per-task intervals, P(A > B)).
 
-    .venv/bin/python bench/bench_audit_calibration.py --sims 300 --runs 10
-    .venv/bin/python bench/bench_audit_calibration.py --quick
+Prints, for each scheme (``expanded``, ``percentile``) and N = 3, 5, 10 runs per task, 10 and 26 tasks:
+
+- ``cover``: coverage of the 95 % IQM interval of A at each budget (target 93-97 %);
+- ``fwer``: null family-wise error, A and B identical: audits with any decided ordering or change (<= 5 %);
+- ``size``: change-test size, A ahead by 0.5 between-run SD at every budget with no growth (the gap is the
+  same at every budget): audits with a decided change (<= 5 %);
+- ``power``: planted crossing, A ahead by 0.5 between-run SD at the first budget and behind by as much at the
+  last: audits reporting the confirmed inversion (target >= 80 % at 26 tasks, N = 10);
+- ``chg_pow``: same data, audits whose change test between the first and last budget rejects;
+- ``rn_pow``: runs-needed achieved power: a one-budget study with A ahead by 0.15 SD (effect known exactly) at N
+  runs; when inconclusive, ``runs_needed`` at ``min_effect`` = the true IQM gap gives n*, and a fresh study
+  with n* runs is simulated; the fraction of those that decide (promised: ``power`` = 80 %).
+
+Binomial 95 % intervals (Clopper-Pearson) are printed next to each rate.
+
+    PYTHONPATH=. .venv/bin/python bench/bench_audit_calibration.py --sims 1000      # the table of docs/audit.md
+    PYTHONPATH=. .venv/bin/python bench/bench_audit_calibration.py --quick         # 100 audits per cell
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import scipy.optimize
+import scipy.special
 import scipy.stats
 
-from rlaudit.audit import AuditSettings, run_audit
-from rlaudit.scores import ScoreTable
+from rlaudit.audit.engine import Progress, Selection, bootstrap_aggregates, decide_family
+from rlaudit.audit.runs_needed import runs_needed
+from rlaudit.audit.settings import AuditSettings
 
-SCALES = (1.0, 2.0, 5.0, 0.5, 3.0)
+RHO = 0.8
+"""Correlation of a run's latent score between budgets (nested regimes)."""
+GROWTH = (1.0, 1.5, 2.0)
+"""Scale of the scores at each budget."""
+BUDGETS = (1, 2, 3)
 
 
-def simulate(seed: int, n_runs: int) -> ScoreTable:
-    """One null dataset: algorithms A and B, identical distributions, 5 tasks, budgets 1..3."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for budget in (1, 2, 3):
-        for t, scale in enumerate(SCALES):
-            for a in "AB":
-                rows += [(a, f"t{t}", r, budget, x) for r, x in enumerate(rng.gamma(2.0, scale, n_runs))]
-    return ScoreTable.from_frame(pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score"]))
+@dataclass(frozen=True)
+class Benchmark:
+    """Task distributions: ``score = shift + Gamma(shape, scale * growth)``, per task."""
+
+    shapes: np.ndarray
+    scales: np.ndarray
+
+    @classmethod
+    def make(cls, n_tasks: int, seed: int = 12345) -> Benchmark:
+        rng = np.random.default_rng(seed)
+        return cls(rng.uniform(1.0, 4.0, n_tasks), np.exp(rng.uniform(np.log(0.1), np.log(10.0), n_tasks)))
+
+    def sd(self, growth: float = 1.0) -> np.ndarray:
+        """Between-run standard deviation of each task, shape ``(n_tasks,)``."""
+        return np.sqrt(self.shapes) * self.scales * growth
+
+    def population_iqm(self, growth: float, shifts: np.ndarray | float = 0.0) -> float:
+        """Exact 25 %-trimmed mean of the equal-weight mixture of the task distributions."""
+        k, s = self.shapes, self.scales * growth
+        shifts = np.broadcast_to(np.asarray(shifts, dtype=np.float64), k.shape)
+
+        def cdf(x: float) -> float:
+            return float(np.mean(scipy.special.gammainc(k, np.maximum(x - shifts, 0.0) / s)))
+
+        def partial(q: float) -> float:  # E[X 1{X <= q}] of the mixture
+            z = np.maximum(q - shifts, 0.0) / s
+            return float(np.mean(shifts * scipy.special.gammainc(k, z) + k * s * scipy.special.gammainc(k + 1, z)))
+
+        hi = float(np.max(shifts + s * (k + 20 * np.sqrt(k))))
+        lo_x = float(np.min(shifts))
+        q25 = scipy.optimize.brentq(lambda x: cdf(x) - 0.25, lo_x, hi, xtol=1e-13)
+        q75 = scipy.optimize.brentq(lambda x: cdf(x) - 0.75, lo_x, hi, xtol=1e-13)
+        return (partial(q75) - partial(q25)) / 0.5
+
+    def draw(self, rng: np.random.Generator, n_runs: int, growth=GROWTH, shifts=None) -> list[list[np.ndarray]]:
+        """Nested runs: per budget, one array of shape ``(n_runs,)`` per task; ``shifts[b]`` per task."""
+        n_tasks = self.shapes.size
+        w = rng.standard_normal((n_tasks, n_runs))
+        out = []
+        for i, g in enumerate(growth):
+            z = np.sqrt(RHO) * w + np.sqrt(1.0 - RHO) * rng.standard_normal((n_tasks, n_runs))
+            u = scipy.special.ndtr(z)
+            x = scipy.special.gammaincinv(self.shapes[:, None], u) * (self.scales * g)[:, None]
+            if shifts is not None:
+                x = x + np.asarray(shifts[i])[:, None]
+            out.append(list(x))
+        return out
+
+
+def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS):
+    """The audit's decision steps on two algorithms' nested score sets; returns (replicates, family)."""
+    budgets = list(budgets)
+    sets = {("A", b): a_sets[i] for i, b in enumerate(budgets)} | {("B", b): b_sets[i] for i, b in enumerate(budgets)}
+    sel = Selection(None, "none", ["A", "B"], budgets, [f"t{t}" for t in range(len(a_sets[0]))], None, sets, None,
+                    {"A": True, "B": True})
+    boot = bootstrap_aggregates(sel, settings, ["iqm"], reps, Progress())
+    return boot, decide_family(sel, boot, settings, "iqm")
+
+
+def rate(k: int, n: int) -> str:
+    lo = scipy.stats.beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+    hi = scipy.stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return f"{100 * k / n:5.1f} [{100 * lo:4.1f}, {100 * hi:5.1f}]"
+
+
+def null_rates(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, correction: str = "maxt",
+               seed: int = 0) -> dict[str, int]:
+    """Counts under the null (A and B identical): ``cover`` of ``n_cover`` 95 % IQM intervals of A contain the
+    population IQM; ``fwer`` of ``sims`` audits decide some ordering or change."""
+    bench = Benchmark.make(n_tasks)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction, reps=reps)
+    truth = [bench.population_iqm(g) for g in GROWTH]
+    rng = np.random.default_rng([seed, n_tasks, n_runs, 0])
+    out = {"cover": 0, "n_cover": 0, "fwer": 0, "sims": sims}
+    for sim in range(sims):
+        boot, fam = audit(bench.draw(rng, n_runs), bench.draw(rng, n_runs), settings.replace(seed=sim), reps)
+        for row in boot.aggregates:  # the audit's own 95 % intervals
+            if row["algorithm"] == "A":
+                out["cover"] += row["lo"] <= truth[BUDGETS.index(row["budget"])] <= row["hi"]
+                out["n_cover"] += 1
+        out["fwer"] += any(o["decision"] != "inconclusive" for o in fam.orderings.values()) or \
+            any(c["decision"] == "changed" for c in fam.changes)
+    return out
+
+
+def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed: int = 0,
+              correction: str = "maxt") -> dict[str, str]:
+    """Every measured rate of one (scheme, tasks, runs) cell."""
+    null = null_rates(method, n_tasks, n_runs, sims, reps, correction, seed)
+    bench = Benchmark.make(n_tasks)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction,
+                             reps=reps)
+    sd = bench.sd()
+    size = power = chg_pow = 0
+    rng = np.random.default_rng([seed, n_tasks, n_runs, 1])
+    for sim in range(sims):
+        # change-test size: A ahead by the same 0.5 SD at every budget, no growth (the gap does not change)
+        a = bench.draw(rng, n_runs, (1.0,) * 3, [0.5 * sd] * 3)
+        _, fam = audit(a, bench.draw(rng, n_runs, (1.0,) * 3), settings.replace(seed=sim), reps)
+        size += any(c["decision"] == "changed" for c in fam.changes)
+        # planted crossing: A ahead by 0.5 SD at the first budget, behind by 0.5 SD at the last
+        a = bench.draw(rng, n_runs, shifts=[0.5 * sd * GROWTH[0], 0.0 * sd, -0.5 * sd * GROWTH[2]])
+        _, fam = audit(a, bench.draw(rng, n_runs), settings.replace(seed=sim), reps)
+        d1, d3 = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(3, "A", "B")]["decision"]
+        power += d1 == "a>b" and d3 == "b>a"
+        chg_pow += any(c["decision"] == "changed" and c["budget_low"] == 1 for c in fam.changes)
+    return {"cover": rate(null["cover"], null["n_cover"]), "fwer": rate(null["fwer"], sims), "size": rate(size, sims),
+            "power": rate(power, sims), "chg_pow": rate(chg_pow, sims)}
+
+
+def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, effect_sd: float = 0.15,
+                      cap: int = 200) -> str:
+    """Achieved power of following ``runs_needed`` at the true effect (``min_effect``), one budget."""
+    bench = Benchmark.make(n_tasks)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, reps=reps)
+    shift = effect_sd * bench.sd()
+    true_gap = bench.population_iqm(1.0, shift) - bench.population_iqm(1.0)
+    rng = np.random.default_rng([n_tasks, n_runs, 2])
+    decided = followed = 0
+    for sim in range(sims):
+        a = bench.draw(rng, n_runs, (1.0,), [shift])
+        _, fam = audit(a, bench.draw(rng, n_runs, (1.0,)), settings.replace(seed=sim), reps, budgets=(1,))
+        row = fam.orderings[(1, "A", "B")]
+        if row["decision"] != "inconclusive":
+            continue
+        n_star, capped = runs_needed(true_gap, row["diff_se"], n_runs, settings.alpha, 1, settings.power, cap)
+        if capped:
+            continue
+        a = bench.draw(rng, n_star, (1.0,), [shift])
+        _, fam = audit(a, bench.draw(rng, n_star, (1.0,)), settings.replace(seed=10_000 + sim), reps, budgets=(1,))
+        followed += 1
+        decided += fam.orderings[(1, "A", "B")]["decision"] == "a>b"
+    return rate(decided, followed) + f" of {followed}" if followed else "n/a"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sims", type=int, default=300)
-    ap.add_argument("--runs", type=int, default=10, help="runs per task")
-    ap.add_argument("--reps", type=int, default=2_000)
-    ap.add_argument("--metric", default="iqm")
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--correction", default="holm")
-    ap.add_argument("--small-sample", action="store_true", help="decide from the expanded bootstrap")
-    ap.add_argument("--quick", action="store_true", help="40 simulations")
+    ap.add_argument("--sims", type=int, default=300, help="simulated audits per cell")
+    ap.add_argument("--reps", type=int, default=2_000, help="bootstrap replicates per audit")
+    ap.add_argument("--methods", default="expanded,percentile")
+    ap.add_argument("--runs", default="3,5,10")
+    ap.add_argument("--tasks", default="10,26")
+    ap.add_argument("--correction", default="maxt")
+    ap.add_argument("--rn-sims", type=int, default=None, help="studies for the runs-needed power (default sims / 2)")
+    ap.add_argument("--quick", action="store_true", help="100 audits per cell")
     args = ap.parse_args()
-    sims = 40 if args.quick else args.sims
-    settings = AuditSettings(metric=args.metric, metrics=(args.metric,), reps=args.reps, reps_pairwise=100,
-                             alpha=args.alpha, correction=args.correction, small_sample=args.small_sample)
-    start = time.perf_counter()
-    false_any = confirmed_any = 0
-    for seed in range(sims):
-        res = run_audit(simulate(seed, args.runs), settings)
-        false_any += any(o["decision"] != "inconclusive" for o in res.orderings)
-        confirmed_any += any(i["kind"] == "confirmed" for i in res.inversions)
-    elapsed = time.perf_counter() - start
-    print(f"null calibration: {sims} audits, {args.runs} runs/task, 5 tasks, 3 budgets, {args.metric}, "
-          f"{args.reps} reps, {args.correction}, alpha {args.alpha:g}"
-          f"{', small-sample (expanded) bootstrap' if args.small_sample else ''} ({elapsed:.1f} s)")
-    for name, k in (("audits with >= 1 false decision", false_any),
-                    ("audits with a confirmed inversion", confirmed_any)):
-        upper = scipy.stats.beta.ppf(0.99, k + 1, sims - k) if k < sims else 1.0
-        print(f"  {name}: {k}/{sims} = {k / sims:.3f} (ratio to alpha {k / sims / args.alpha:.2f}; "
-              f"99% upper bound {upper:.3f})")
+    sims = 100 if args.quick else args.sims
+    rn_sims = args.rn_sims or max(sims // 2, 20)
+    print(f"calibration: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
+          f"alpha 0.05, 3 nested budgets (rho {RHO}), 2 algorithms; rates in % with 95% Clopper-Pearson intervals")
+    print(f"{'method':10} {'tasks':>5} {'N':>3}  {'cover (93-97)':>19}  {'fwer (<=5)':>19}  {'change size (<=5)':>19}  "
+          f"{'crossing power':>19}  {'change power':>19}  {'runs-needed power (80)':>26}  {'s':>5}")
+    for method in args.methods.split(","):
+        for n_tasks in (int(x) for x in args.tasks.split(",")):
+            for n_runs in (int(x) for x in args.runs.split(",")):
+                t0 = time.perf_counter()
+                r = calibrate(method, n_tasks, n_runs, sims, args.reps, correction=args.correction)
+                rn = runs_needed_power(method, n_tasks, n_runs, rn_sims, args.reps)
+                print(f"{method:10} {n_tasks:5d} {n_runs:3d}  {r['cover']:>19}  {r['fwer']:>19}  {r['size']:>19}  "
+                      f"{r['power']:>19}  {r['chg_pow']:>19}  {rn:>26}  {time.perf_counter() - t0:5.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,11 @@ def test_task_without_reference_scores(tmp_path):
     (["--alpha", "2"], "--alpha: must be between 0 and 1"),
     (["--budgets", "10,x"], "--budgets: 'x' is not an integer budget"),
     (["--ci-method", "student"], "--ci-method: unknown interval method 'student'"),
+    (["--ci-method", "expand"], "did you mean 'expanded'"),
+    (["--min-effect", "0"], "--min-effect: the smallest effect of interest must be positive, got 0.0"),
+    (["--min-effect", "-0.1"], "--min-effect: the smallest effect of interest must be positive"),
+    (["--min-effect", "big"], "--min-effect: 'big' is not a number"),
+    (["--correction", "maxT"], "--correction: unknown correction 'maxT' (did you mean 'maxt'?)"),
 ])
 def test_bad_options(tmp_path, args, fragment):
     p = write(tmp_path, "s.csv", GOOD)
@@ -136,7 +141,7 @@ def test_audit_writes_json_and_is_reproducible(tmp_path):
     c = write(tmp_path, "claims.toml", '[[claims]]\nbetter = "A"\nworse = "B"\ntext = "A beats B"\n')
     docs = []
     for out in ("o1", "o2"):
-        code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "500", "--seed", "3", "--claims", str(c),
+        code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "1200", "--seed", "3", "--claims", str(c),
                                             "--normalize", "none", "--out", str(tmp_path / out)])
         assert code == 0, (stderr, exc)
         assert "ranking by IQM" in stdout and "A beats B" in stdout and "Checklist" in stdout
@@ -144,9 +149,9 @@ def test_audit_writes_json_and_is_reproducible(tmp_path):
         docs.append("\n".join(ln for ln in text.splitlines() if not ln.startswith(' "created": ')))
     assert docs[0] == docs[1]  # byte for byte, apart from the timestamp line
     doc = json.loads((tmp_path / "o1" / "audit.json").read_text())
-    assert doc["settings"]["seed"] == 3 and doc["settings"]["reps"] == 500 and doc["budgets"] == [10, 20]
+    assert doc["settings"]["seed"] == 3 and doc["settings"]["reps"] == 1200 and doc["budgets"] == [10, 20]
     assert doc["claims"][0]["overall"] == "holds at all budgets"
-    code, *_ = invoke(["audit", str(p), "--reps", "500", "--seed", "4", "--out", str(tmp_path / "o3")])
+    code, *_ = invoke(["audit", str(p), "--reps", "1200", "--seed", "4", "--out", str(tmp_path / "o3")])
     assert code == 0
     other = json.loads((tmp_path / "o3" / "audit.json").read_text())
     assert other["aggregates"] != doc["aggregates"]
@@ -154,9 +159,9 @@ def test_audit_writes_json_and_is_reproducible(tmp_path):
 
 def test_flags_select_budgets_metric_and_correction(tmp_path):
     p = write(tmp_path, "s.csv", GOOD)
-    code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "300", "--budgets", "20", "--metric", "median",
+    code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "2000", "--budgets", "20", "--metric", "median",
                                         "--correction", "bonferroni", "--alpha", "0.01", "--gamma", "0.8",
-                                        "--ci-method", "bca", "--small-sample", "--quiet",
+                                        "--ci-method", "bca", "--min-effect", "0.05", "--quiet",
                                         "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     assert stdout == ""
@@ -164,8 +169,36 @@ def test_flags_select_budgets_metric_and_correction(tmp_path):
     s = doc["settings"]
     assert (doc["budgets"], s["metric"], s["correction"], s["alpha"], s["gamma"], s["interval_method"]) == \
         ([20], "median", "bonferroni", 0.01, 0.8, "bca")
-    assert doc["orderings"][0]["metric"] == "median" and s["small_sample"] is True
-    assert "Bonferroni over all 1 pair(s) x 1 budget(s)" in s["correction_description"]
+    assert doc["orderings"][0]["metric"] == "median" and s["small_sample"] is False and s["min_effect"] == 0.05
+    assert "Bonferroni over 1 ordering(s) (pairs x budgets) and 0 change test(s)" in s["correction_description"]
+
+
+def test_too_few_replicates_for_the_family_refused(tmp_path):
+    p = write(tmp_path, "s.csv", GOOD)
+    # 1 pair x 2 budgets + 1 change test = 3 tests: 20 * 3 / 0.05 = 1,200 replicates
+    assert_bad_input(tmp_path, [str(p), "--reps", "1199"], "--reps: 1199 replicates cannot resolve", "--reps 1200")
+
+
+def test_protocol_audit_section_resolved_once(tmp_path):
+    """[audit] keys are honoured (power, ci_method, small_sample, min_effect), flags override them, and a bad
+    value names the protocol key, not a flag the user never typed."""
+    from rlaudit.audit import AuditSettings
+    from rlaudit.errors import InputError
+
+    s = AuditSettings.from_section({"power": 0.99, "ci_method": "percentile", "min_effect": 0.1,
+                                    "small_sample": False, "reps": 2000}, "p.toml")
+    assert (s.power, s.interval_method, s.min_effect, s.reps) == (0.99, "percentile", 0.1, 2000)
+    assert s.override(reps=5000, power=None).reps == 5000 and s.override(power=None).power == 0.99
+    old = AuditSettings.from_section({"small_sample": True}, "p.toml")
+    assert old.scheme == "expanded" and old.override(interval_method="percentile").scheme == "percentile"
+    with pytest.raises(InputError, match=r"^p\.toml: audit\.reps: need at least 100"):
+        AuditSettings.from_section({"reps": 10}, "p.toml").check()
+    with pytest.raises(InputError, match=r"^--reps: need at least 100"):
+        AuditSettings.from_section({"reps": 10}, "p.toml").override(reps=20).check()
+    with pytest.raises(InputError, match=r"^p\.toml: audit\.powr: unknown key \(did you mean 'power'\?\)"):
+        AuditSettings.from_section({"powr": 0.9}, "p.toml")
+    with pytest.raises(InputError, match=r"^p\.toml: audit\.min_effect: .* must be positive"):
+        AuditSettings.from_section({"min_effect": -1}, "p.toml").check()
 
 
 # --------------------------------------------------------------------------- published Atari 100k data
@@ -199,7 +232,7 @@ def test_end_to_end_atari100k(tmp_path, shared_data):
     claims = write(tmp_path, "claims.toml", '[[claims]]\nbetter = "CURL"\nworse = "DER"\ntext = "CURL > DER"\n'
                                             '[[claims]]\nbetter = "SPR"\nworse = "DER"\n')
     code, stdout, stderr, exc = invoke(["audit", str(scores), "--normalize", "atari", "--claims", str(claims),
-                                        "--reps", "2000", "--reps-pairwise", "200", "--out", str(tmp_path / "o")])
+                                        "--reps", "4000", "--reps-pairwise", "200", "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     doc = json.loads((tmp_path / "o" / "audit.json").read_text())
     assert doc["data"]["budget_unit"] == "agent_steps" and doc["data"]["normalization"] == "atari"
@@ -233,20 +266,21 @@ def test_protocol_defaults_and_flag_overrides(tmp_path, monkeypatch):
     proto = tmp_path / "proto.toml"
     source = Source(read_scores(p), str(proto), protocol="demo", title="Demo comparison",
                     normalization={"method": "divide", "divisor": 2.0},
-                    audit={"metric": "median", "budgets": [20]},
+                    audit={"metric": "median", "budgets": [20], "power": 0.99, "ci_method": "percentile"},
                     claims=({"better": "B", "worse": "A", "where": f"{proto}: claims[0]"},))
     monkeypatch.setattr(rlaudit.sources, "load_source", lambda *a, **k: source)
-    code, stdout, stderr, exc = invoke(["audit", str(proto), "--reps", "300", "--quiet", "--out", str(tmp_path / "o")])
+    code, stdout, stderr, exc = invoke(["audit", str(proto), "--reps", "1200", "--quiet", "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     doc = json.loads((tmp_path / "o" / "audit.json").read_text())
     assert (doc["settings"]["metric"], doc["budgets"], doc["data"]["normalization"]) == ("median", [20], "divide:2")
+    assert (doc["settings"]["power"], doc["settings"]["interval_method"]) == (0.99, "percentile")
     assert doc["source"]["protocol"] == "demo" and doc["source"]["title"] == "Demo comparison"
     assert doc["claims"][0]["overall"] == "reversed at all budgets"
     iqm_a = next(r["point"] for r in doc["aggregates"] if r["algorithm"] == "A" and r["metric"] == "median")
     raw = [float(ln.split(",")[4]) for ln in GOOD.splitlines()[1:] if ln.startswith("A,") and ",20," in ln]
     assert iqm_a == pytest.approx(np.median([np.mean(raw[:10]), np.mean(raw[10:])]) / 2, abs=1e-12)
 
-    code, *_ = invoke(["audit", str(proto), "--reps", "300", "--quiet", "--metric", "iqm", "--budgets", "10,20",
+    code, *_ = invoke(["audit", str(proto), "--reps", "1200", "--quiet", "--metric", "iqm", "--budgets", "10,20",
                        "--normalize", "none", "--out", str(tmp_path / "o2")])
     assert code == 0
     doc = json.loads((tmp_path / "o2" / "audit.json").read_text())
@@ -258,6 +292,29 @@ def test_protocol_defaults_and_flag_overrides(tmp_path, monkeypatch):
 def test_summary_prints_names_literally(tmp_path):
     text = GOOD.replace("A,", "[red]A[/red],").replace("B,", "B[x],")
     p = write(tmp_path, "s.csv", text)
-    code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "200", "--out", str(tmp_path / "o")])
+    code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "1200", "--out", str(tmp_path / "o")])
     assert code == 0, (stderr, exc)
     assert "B[x] vs [red]A[/red]" in stdout and "[red]A[/red] > B[x]" in stdout
+
+
+def test_protocol_file_audit_section_keys(tmp_path):
+    """The loader hands [audit] to AuditSettings.from_section: power and the new keys load, bad values and
+    unknown keys are one line naming `file: audit.KEY`."""
+    from rlaudit.audit import AuditSettings
+    from rlaudit.errors import InputError
+    from rlaudit.protocol import parse_protocol
+
+    base = (Path(__file__).resolve().parents[1] / "protocols" / "quickstart.toml").read_text(encoding="utf-8")
+    text = base.replace('[audit]\nmetric = "iqm"\n', '[audit]\nmetric = "iqm"\npower = 0.99\nci_method = "percentile"\n'
+                        'small_sample = false\nmin_effect = 0.1\n')
+    proto = parse_protocol(text, "q.toml", base_dir=tmp_path)
+    s = AuditSettings.from_section(proto.audit.to_dict(), "q.toml")
+    assert (s.power, s.interval_method, s.min_effect) == (0.99, "percentile", 0.1)
+    for key, value, fragment in (("reps", "10", "q.toml: audit.reps: need at least 100"),
+                                 ("powr", "0.9", "q.toml: audit.powr: unknown key (did you mean 'power'?)"),
+                                 ("metric", '"iqr"', "q.toml: audit.metric: unknown metric 'iqr'"),
+                                 ("ci_method", '"student"', "q.toml: audit.ci_method: unknown interval method")):
+        bad = base.replace('[audit]\nmetric = "iqm"\n', f'[audit]\n{key} = {value}\n')
+        with pytest.raises(InputError) as exc:
+            parse_protocol(bad, "q.toml", base_dir=tmp_path)
+        assert str(exc.value).startswith(fragment), str(exc.value)

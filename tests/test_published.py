@@ -34,7 +34,7 @@ def _hns(score, game, refs):
 def _audit(protocol: str, data: Path, tmp: Path, *extra: str) -> dict:
     out = tmp / protocol
     r = CliRunner().invoke(main, ["audit", str(PUBLISHED / f"{protocol}.toml"), "--data", str(data), "--out", str(out),
-                                  "--reps", "200", "--reps-pairwise", "100", "-q", *extra])
+                                  "--reps", "20000", "--reps-pairwise", "100", "-q", *extra])  # >= 20 m / alpha
     assert r.exit_code == 0, r.output
     return json.loads((out / "audit.json").read_text())
 

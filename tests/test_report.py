@@ -56,7 +56,7 @@ def _table(curves: dict[str, tuple[float, ...]], tasks, n_runs=8, seed=0, noise=
 def _audit(curves, tasks, claims, seed=0) -> dict:
     table = _table(curves, tasks, seed=seed)
     claims = parse_claims(claims, "test")
-    return run_audit(table, AuditSettings(reps=400, reps_pairwise=100, seed=0), claims).to_dict()
+    return run_audit(table, AuditSettings(reps=12_000, reps_pairwise=100, seed=0), claims).to_dict()
 
 
 CURVES = {"DQN": (1.0, 1.1, 1.2), "Rainbow": (0.4, 1.12, 2.0), "IQN": (0.6, 1.15, 1.7), "C51": (0.3, 0.7, 1.0)}
@@ -204,9 +204,13 @@ def test_verdict_lists_most_important_findings_first(audit_doc):
     assert sev == sorted(sev, key=["critical", "warning", "info"].index)
     text = " ".join(f.text for f in r.findings)
     assert "DQN > Rainbow at 10M frames" in text and "Rainbow > DQN at" in text
-    assert "Claim \u201cRainbow > DQN\u201d fails: reversed at 10M frames" in text
-    assert "Claim \u201cRainbow > IQN\u201d is undecided" in text
+    assert "Claim \u201cRainbow > DQN\u201d is reversed at 10M frames" in text
+    assert "Claim \u201cRainbow > IQN\u201d is inconclusive" in text
     assert "Claim \u201cIQN > C51\u201d holds" in text
+    # tested changes are findings; untested notes (decided at one budget only, swapped points) are not
+    assert any(i["kind"] == "decided_once" for i in audit_doc["inversions"])
+    assert "tested change(s) of a gap between budgets" in text
+    assert "decided_once" not in text and "unconfirmed" not in text and "one budget but not" not in text
 
 
 # ------------------------------------------------------------------------------------------------ outputs
@@ -462,13 +466,13 @@ def test_cli_audits_a_score_file_first(tmp_path, monkeypatch):
     scores = tmp_path / "scores.csv"
     write_scores(table, scores)
     out = tmp_path / "rep"
-    res = CliRunner().invoke(_cli(), ["report", str(scores), "-o", str(out), "--format", "md,json", "--reps", "200",
+    res = CliRunner().invoke(_cli(), ["report", str(scores), "-o", str(out), "--format", "md,json", "--reps", "1200",
                                       "--reps-pairwise", "100", "--budgets", "10000000,200000000",
                                       "--title", "My title"])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in out.iterdir()) == ["audit.json", "figures", "report.md"]
     doc = json.loads((out / "audit.json").read_text())
-    assert doc["settings"]["reps"] == 200 and doc["budgets"] == [10_000_000, 200_000_000]
+    assert doc["settings"]["reps"] == 1200 and doc["budgets"] == [10_000_000, 200_000_000]
     assert (out / "report.md").read_text().startswith("# My title\n")
     # the audit.json just written renders again, identically (no recomputation)
     out2 = tmp_path / "rep2"
@@ -519,7 +523,7 @@ def test_real_atari100k_single_budget(shared_data, tmp_path):
     frame = pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score"])
     table = ScoreTable.from_frame(frame, ScoreMeta(budget_unit="agent_steps", score_kind="eval",
                                                    source="atari100k"))
-    doc = run_audit(table, AuditSettings(reps=200, reps_pairwise=100, normalization="atari"),
+    doc = run_audit(table, AuditSettings(reps=2_400, reps_pairwise=100, normalization="atari"),
                     parse_claims([{"better": "SPR", "worse": "DER"}], "test")).to_dict()
     out = tmp_path / "atari"
     build_report(doc, out, formats="md,tex,json")

@@ -119,6 +119,70 @@ def test_replicates_bit_identical_for_seed_and_any_batch():
     assert not np.array_equal(replicates(s, METRICS, 1000, rng_for(6)), ref)
 
 
+def test_joint_replicates_share_the_resampling_across_sets():
+    from rlaudit.stats.bootstrap import joint_replicates
+
+    rng = np.random.default_rng(2)
+    s1 = [rng.normal(size=n) for n in (3, 5)]
+    s2 = [x * 2.0 + 1.0 for x in s1]  # the same runs at a later budget: mean = 2 * mean + 1 in every replicate
+    joint = joint_replicates([s1, s2], ["mean"], 200, rng_for(1, "j"))
+    assert joint.shape == (2, 200, 1)
+    assert np.array_equal(joint[0], replicates(s1, ["mean"], 200, rng_for(1, "j")))  # same draws as one set
+    np.testing.assert_allclose(joint[1], 2.0 * joint[0] + 1.0, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="same number of runs"):
+        joint_replicates([s1, [np.ones(3), np.ones(4)]], ["mean"], 10, rng_for(0))
+
+
+def test_expand_runs_and_variance_contributions_hand_computed():
+    from rlaudit.stats.bootstrap import effective_df, expand_runs, variance_contributions
+
+    # task [1, 2, 3]: mean 2, spread by sqrt(3/2); a single run is left alone
+    (e, single) = expand_runs([np.array([1.0, 2.0, 3.0]), np.array([7.0])])
+    np.testing.assert_allclose(e, [2 - np.sqrt(1.5), 2.0, 2 + np.sqrt(1.5)], rtol=0, atol=1e-15)
+    assert single.tolist() == [7.0]
+    s = [np.array([1.0, 2.0, 3.0]), np.array([0.0, 4.0])]
+    # mean: s_m^2 / (n_m T^2): var [1,2,3] = 1 -> 1/(3*4); var [0,4] = 8 -> 8/(2*4) = 1
+    np.testing.assert_allclose(variance_contributions("mean", s), [1 / 12, 1.0], rtol=0, atol=1e-15)
+    # og at gamma 2: [1,2,2] var 1/3 -> 1/36; [0,2] var 2 -> 2/8
+    np.testing.assert_allclose(variance_contributions("og", s, 2.0), [1 / 36, 0.25], rtol=0, atol=1e-15)
+    # median: only tasks whose mean is within the quartiles of the task means (means 1, 2, 10: only 2)
+    s3 = [np.array([0.0, 2.0]), np.array([1.0, 3.0]), np.array([9.0, 11.0])]
+    np.testing.assert_allclose(variance_contributions("median", s3), [0.0, 2 / (2 * 9), 0.0], rtol=0, atol=1e-15)
+    # iqm: pooled sorted 0 1 2 3 4, k = 1, winsorise at [1, 3]: [1,2,3] var 1, [1,3] var 2; kept = 3
+    np.testing.assert_allclose(variance_contributions("iqm", s), [3 * 1 / 9, 2 * 2 / 9], rtol=0, atol=1e-15)
+    # Welch-Satterthwaite: (1/12 + 1)^2 / ((1/12)^2 / 2 + 1 / 1)
+    assert effective_df([1 / 12, 1.0], [2, 1]) == pytest.approx((13 / 12) ** 2 / (1 / 288 + 1), rel=1e-14)
+    assert effective_df([0.0, 0.0], [2, 3]) == np.inf
+
+
+def test_t_correction_and_its_inverse():
+    from rlaudit.stats.bootstrap import normal_level, t_corrected_p
+
+    assert t_corrected_p(0.05, np.inf) == 0.05
+    # z = 1.959964 read on t with 5 df: 2 * P(T_5 > 1.96) = 0.1075
+    assert float(t_corrected_p(0.05, 5.0)) == pytest.approx(2 * scipy.stats.t.sf(scipy.stats.norm.isf(0.025), 5),
+                                                            rel=1e-12)
+    for df in (2.5, 10.0, 100.0):
+        for level in (0.001, 0.05, 0.3):
+            assert float(t_corrected_p(normal_level(level, df), df)) == pytest.approx(level, rel=1e-9)
+            assert normal_level(level, df) < level
+
+
+def test_expanded_scheme_interval_wider_than_percentile_and_percentile_is_rliable():
+    from rlaudit.stats.bootstrap import method_replicates, scheme_interval
+
+    rng = np.random.default_rng(6)
+    s = [rng.gamma(2.0, scale, 3) for scale in (0.5, 1.0, 4.0, 2.0)]
+    pts, plain = method_replicates([s], ["iqm"], 4000, rng_for(0, "e"), method="percentile")
+    assert np.array_equal(plain[0], replicates(s, ["iqm"], 4000, rng_for(0, "e")))
+    pte, exp = method_replicates([s], ["iqm"], 4000, rng_for(0, "e"), method="expanded")
+    assert pts[0, 0] == pte[0, 0] == aggregate("iqm", s)
+    lo_p, hi_p = scheme_interval("iqm", s, pts[0, 0], plain[0, :, 0], 0.95, "percentile")
+    lo_e, hi_e = scheme_interval("iqm", s, pte[0, 0], exp[0, :, 0], 0.95, "expanded")
+    assert (lo_p, hi_p) == interval(pts[0, 0], plain[0, :, 0], 0.95)
+    assert lo_e < lo_p and hi_e > hi_p
+
+
 def test_rng_streams_independent_of_other_algorithms():
     s = {"A": [np.arange(5.0), np.arange(3.0)], "B": [np.ones(4), np.arange(4.0)]}
     alone = interval_estimates({"A": s["A"]}, reps=500, seed=3)

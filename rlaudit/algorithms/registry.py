@@ -26,7 +26,7 @@ import importlib
 import inspect
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # NOT_HYPERPARAMS is re-exported: it was defined here before rlaudit.algorithms.contract existed.

@@ -65,9 +65,10 @@ def check_runs(frame: pd.DataFrame) -> list[Finding]:
         findings.append(Finding(
             "few-runs", "warning",
             f"fewer than {MIN_RUNS} runs per task: {desc} (smallest count over tasks and budgets)",
-            "percentile bootstrap intervals under-cover with so few runs (rliable's guidance is >= 10 runs "
-            "per task), so decisions involving these algorithms are less reliable than alpha says; add runs, "
-            "or decide with --small-sample (see docs/audit.md, Calibration)",
+            "the default expanded bootstrap keeps its stated error rate down to 3 runs per task (docs/audit.md, "
+            "Calibration), but with so few runs every interval is wide and small differences stay undecided; "
+            "add runs (see runs needed). rliable's plain percentile scheme (--ci-method percentile) "
+            "under-covers here (rliable's guidance is >= 10 runs per task)",
             {"min_runs": few}))
     if counts.nunique() > 1:
         per_alg = {a: sorted({int(n) for n in g}) for a, g in counts.groupby(level="algorithm")}

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlaudit.audit.settings import METRICS
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.stats.metrics import METRICS
 
 CLAIM_KEYS: tuple[str, ...] = ("better", "worse", "metric", "budgets", "text", "source")
 """Keys a ``[[claims]]`` table may hold."""
@@ -150,6 +150,16 @@ def check_claims(claims: Iterable[Claim], algorithms: Sequence[str], budgets: Se
 def verdict(decision: str) -> str:
     """Per-budget verdict from the decision of ``better`` vs ``worse`` (``"a>b"`` = better wins)."""
     return {"a>b": "holds", "b>a": "reversed"}.get(decision, "inconclusive")
+
+
+def claim_status(verdicts: Sequence[str]) -> str:
+    """One word for a claim over its budgets, in the per-budget vocabulary (:data:`VERDICTS`): ``holds`` at
+    every budget, ``reversed`` at some budget, else ``inconclusive``."""
+    if verdicts and all(v == "holds" for v in verdicts):
+        return "holds"
+    if any(v == "reversed" for v in verdicts):
+        return "reversed"
+    return "inconclusive"
 
 
 def overall_verdict(per_budget: Sequence[tuple[int, str]], budget_format: Callable[[int], str] = str) -> str:

@@ -14,8 +14,41 @@ from pathlib import Path
 from rlaudit.errors import InputError
 from rlaudit.io import atomic_write_text
 
-SCHEMA_VERSION = 1
-"""Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0)."""
+SCHEMA_VERSION = 2
+"""Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0); 2 — calibrated default
+(``interval_method`` ``expanded``, ``correction`` ``maxt``), p-values ``(2t + 1) / (reps + 1)``, tested
+changes between budgets (``changes``; inversion kinds ``changed`` and ``decided_once`` replace ``lost``,
+``finding`` and ``change_tested`` per inversion), ``runs_needed_range``, ``settings.n_tests`` and
+``settings.min_effect``, ``data.paired_budgets``."""
+
+
+# Budgets for humans: one definition for the terminal summary and every report format.
+UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
+              "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
+
+
+def format_budget(budget: int | float, unit: str | None = None) -> str:
+    """Format a budget for humans: ``100000 -> "100k"``, ``200000000 -> "200M"``, ``1500000 -> "1.5M"``.
+
+    Args:
+        budget: the budget in its unit (integer in ``audit.json``).
+        unit: budget unit (``"frames"``); appended in words when given.
+    """
+    b = float(budget)
+    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(b) >= scale:
+            v = b / scale
+            text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
+            break
+    return f"{text} {unit_name(unit)}" if unit else text
+
+
+def unit_name(unit: str | None) -> str:
+    """Budget unit in words (``env_steps -> "environment steps"``)."""
+    if not unit:
+        return ""
+    return UNIT_NAMES.get(unit, unit.replace("_", " "))
 
 
 @dataclass
@@ -42,8 +75,10 @@ class AuditResult:
     """``{budget, algorithm, metric, point, lo, hi}`` for every metric of the settings."""
     orderings: list[dict] = field(default_factory=list)
     """Pairwise decisions at each budget under the deciding metric."""
+    changes: list[dict] = field(default_factory=list)
+    """Change tests of each pair's gap between each budget and the last (error-controlled)."""
     inversions: list[dict] = field(default_factory=list)
-    """Non-stable changes of an ordering between two budgets."""
+    """Non-stable changes of an ordering between two budgets (findings and notes)."""
     crossovers: list[dict] = field(default_factory=list)
     """Budget intervals in which a decided ordering switches to the opposite decided ordering."""
     metric_sensitivity: list[dict] = field(default_factory=list)

@@ -1,18 +1,23 @@
-"""How many runs per task would decide an inconclusive ordering, at the effect observed.
+"""How many runs per task would decide an inconclusive ordering.
 
 Method (normal approximation on the bootstrap standard error). Under the stratified bootstrap the
 standard error of ``metric(A) - metric(B)`` shrinks as ``1 / sqrt(n)`` when every task's run count is
-multiplied by the same factor. With observed difference ``d``, bootstrap standard error ``se`` at the
-current ``n`` runs per task, the two-sided critical value ``z = Phi^-1(1 - alpha / (2 m))`` of the
-Bonferroni level over the audit's ``m`` orderings (the strictest level any ordering meets under Holm, so
-the estimate is enough under either correction) and ``z_power = Phi^-1(power)``::
+multiplied by the same factor. The standard error ``se`` is that of the audit's bootstrap scheme (the
+expanded bootstrap by default, whose variance is not biased low at few runs; the plain percentile
+bootstrap's ``se`` is ``sqrt((n - 1) / n)`` too small and its estimate too optimistic). With an effect
+``d``, the two-sided critical value ``z = Phi^-1(1 - alpha / (2 m))`` of the Bonferroni level over the
+audit's ``m`` tests (the strictest level any test meets under Holm or max-T, so the estimate is enough
+under each correction) and ``z_power = Phi^-1(power)``::
 
     n* = ceil(n * ((z + z_power) * se / |d|) ** 2)
 
 is the number of runs per task at which, if the true difference were ``d``, the study would decide the
-pair with probability ``power``. When run counts differ, ``n`` is the largest count of the two algorithms
-(all counts scaled by the same factor; the estimate is then conservative for the smaller ones). An
-estimate above the cap, or a zero effect, is reported as ``> cap``.
+pair with probability ``power``. ``d`` is ``--min-effect`` when given, else the observed difference; the
+*range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0 gives the fewest
+runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ, ``n`` is the
+largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
+conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``.
+The power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
 """
 
 from __future__ import annotations
@@ -22,24 +27,26 @@ import math
 from scipy.stats import norm
 
 
-def method_description(alpha: float, m: int, power: float, cap: int) -> str:
+def method_description(alpha: float, m: int, power: float, cap: int, min_effect: float | None = None) -> str:
     """One sentence describing the estimate, written to ``audit.json`` (``settings.runs_needed_method``)."""
+    effect = f"|diff| = the smallest effect of interest {min_effect:g}" if min_effect else "|diff| = the observed difference"
     return (f"normal approximation with the bootstrap standard error scaled as 1/sqrt(n): "
             f"n* = ceil(n * ((z + z_power) * se / |diff|)^2) with z = Phi^-1(1 - {alpha:g}/(2*{m})) "
-            f"(Bonferroni level over the {m} orderings) and z_power = Phi^-1({power:g}); n = current runs "
-            f"per task (largest of the pair); estimates above {cap} or at a zero effect are reported as > {cap}")
+            f"(Bonferroni level over the {m} tests) and z_power = Phi^-1({power:g}); {effect}; range: n* at the "
+            f"two ends of the ordering's interval; n = current runs per task (largest of the pair); estimates "
+            f"above {cap} or at a zero effect are reported as > {cap}")
 
 
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
                 cap: int = 1_000) -> tuple[int, bool]:
-    """Runs per task that would decide the pair at the observed effect.
+    """Runs per task that would decide the pair if the true effect were ``diff_point``.
 
     Args:
-        diff_point: observed ``metric(A) - metric(B)``.
+        diff_point: the effect: the observed ``metric(A) - metric(B)`` or a smallest effect of interest.
         se: bootstrap standard error of the difference at ``n_runs`` runs per task.
         n_runs: current runs per task (largest of the two algorithms when they differ).
         alpha: family-wise error rate of the audit.
-        m: number of orderings in the family (pairs x budgets).
+        m: number of tests in the family.
         power: probability of deciding at the returned run count if the true difference is ``diff_point``.
         cap: largest value reported as a number.
 
@@ -57,3 +64,15 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
     if n_star > cap:
         return cap, True
     return int(n_star), False
+
+
+def runs_needed_range(lo: float, hi: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
+                      cap: int = 1_000) -> tuple[int, int | None]:
+    """``n*`` over an effect's interval ``[lo, hi]``: ``(fewest, most)``; ``most`` is ``None`` ("> cap")
+    when the interval contains 0 or its near end needs more than ``cap``."""
+    far, near = max(abs(lo), abs(hi)), min(abs(lo), abs(hi))
+    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap)
+    if lo <= 0 <= hi:
+        return fewest, None
+    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap)
+    return fewest, None if capped else most

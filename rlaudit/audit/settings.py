@@ -1,22 +1,43 @@
-"""Settings of one audit: which metric decides, how many replicates, the seed and the error control."""
+"""Settings of one audit: which metric decides, how many replicates, the seed and the error control.
+
+Settings are resolved once, here: :meth:`AuditSettings.from_section` reads a protocol's ``[audit]`` table
+(every field below is a key, with ``ci_method`` accepted for ``interval_method``), :meth:`AuditSettings.override`
+applies command-line flags on top, and :meth:`AuditSettings.check` names the flag or the protocol key a bad
+value came from (``--reps`` or ``protocol.toml: audit.reps``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from rlaudit.audit.orderings import CORRECTIONS, min_reps
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.stats.bootstrap import CI_METHODS, DEFAULT_REPS
+from rlaudit.stats.metrics import METRICS
 
-METRICS: tuple[str, ...] = ("iqm", "median", "mean", "og")
-"""Aggregate metrics an audit can compute (rliable's four)."""
+FLAGS: dict[str, str] = {
+    "metric": "--metric", "metrics": "metrics", "gamma": "--gamma", "reps": "--reps",
+    "reps_pairwise": "--reps-pairwise", "seed": "--seed", "alpha": "--alpha", "confidence": "confidence",
+    "interval_method": "--ci-method", "correction": "--correction", "budgets": "--budgets",
+    "normalization": "--normalize", "runs_needed_cap": "runs_needed_cap", "power": "power",
+    "min_effect": "--min-effect", "small_sample": "--small-sample",
+}
+"""Every setting and the command-line flag that sets it (the setting's name when there is no flag)."""
 
-CORRECTIONS: tuple[str, ...] = ("holm", "bonferroni")
-"""Family-wise error control over all orderings of one audit."""
+SECTION_ALIASES: dict[str, str] = {"ci_method": "interval_method"}
+"""Protocol ``[audit]`` keys accepted under a flag's name."""
 
-INTERVAL_METHODS: tuple[str, ...] = ("percentile", "bca")
-"""Bootstrap interval methods for the aggregate intervals."""
+SECTION_KEYS: tuple[str, ...] = tuple(k for k in FLAGS if k != "normalization") + tuple(SECTION_ALIASES)
+"""Keys of a protocol's ``[audit]`` table (normalisation has its own ``[normalization]`` section)."""
+
+
+def check_section(section: dict, where: str) -> None:
+    """Check a protocol's ``[audit]`` table (``where``: the file); raise :class:`InputError` naming
+    ``where: audit.KEY``."""
+    AuditSettings.from_section(section, where).check()
 
 
 @dataclass(frozen=True)
@@ -29,20 +50,24 @@ class AuditSettings:
     """Metrics whose aggregates and intervals are reported; ``metric`` is always included."""
     gamma: float = 1.0
     """Threshold of the optimality gap (``og``): the gap counts scores below ``gamma``."""
-    reps: int = 50_000
-    """Bootstrap replicates for aggregate intervals and metric differences (rliable's default)."""
+    reps: int | None = None
+    """Bootstrap replicates for aggregates, orderings and changes; ``None``: 50,000 (rliable's default) or
+    the fewest that resolve the corrected level (``20 m / alpha`` for ``m`` tests), whichever is larger."""
     reps_pairwise: int = 2_000
     """Bootstrap replicates for probability of improvement, performance profiles and per-task intervals."""
     seed: int = 0
     """Seed of every random stream of the audit; same seed and data give bit-identical numbers."""
     alpha: float = 0.05
-    """Family-wise error rate over all orderings of the audit (all pairs x budgets, for one metric)."""
+    """Family-wise error rate over all tests of the audit (orderings and changes, for one metric)."""
     confidence: float = 0.95
     """Level of the (unadjusted) intervals on aggregates, probability of improvement and profiles."""
-    interval_method: str = "percentile"
-    """Interval method for aggregates: ``percentile`` (default, rliable's) or ``bca``."""
-    correction: str = "holm"
-    """Family-wise error control: ``holm`` (step-down on bootstrap p-values) or ``bonferroni``."""
+    interval_method: str = "expanded"
+    """Bootstrap scheme for aggregate intervals *and* decisions: ``expanded`` (default; calibrated at 3-10
+    runs per task, ``docs/audit.md``), ``percentile`` (rliable's, exact parity) or ``bca`` (BCa aggregate
+    intervals; decisions as ``percentile``)."""
+    correction: str = "maxt"
+    """Family-wise error control: ``maxt`` (Westfall-Young step-down on the joint bootstrap), ``holm`` or
+    ``bonferroni``."""
     budgets: tuple[int, ...] | None = None
     """Budgets to audit (``None``: every budget that all algorithms have)."""
     normalization: str | dict | None = None
@@ -51,74 +76,130 @@ class AuditSettings:
     """Largest runs-per-task estimate reported as a number; above it (or at a ~zero effect) "> cap"."""
     power: float = 0.8
     """Power used by the runs-needed estimate (probability the larger study decides the pair)."""
+    min_effect: float | None = None
+    """Smallest difference of interest (deciding metric's units) for the runs-needed estimate; ``None``:
+    the observed difference."""
     small_sample: bool = False
-    """Decide orderings from the *expanded* bootstrap (each task's runs spread by ``sqrt(n / (n - 1))``
-    about their mean before resampling), which corrects the percentile bootstrap's too-narrow spread with
-    few runs per task. Aggregate intervals are unchanged (rliable's scheme). See ``docs/audit.md``."""
+    """Deprecated alias of ``interval_method = "expanded"`` (now the default); kept so old protocols load."""
+    origins: dict = field(default_factory=dict, compare=False, repr=False)
+    """Where each setting not at its default came from (``{"reps": "protocol.toml: audit.reps"}``); error
+    messages name it. Flags are named by :data:`FLAGS`."""
 
     def __post_init__(self) -> None:
-        metrics = tuple(dict.fromkeys((self.metric, *self.metrics)))
-        object.__setattr__(self, "metrics", metrics)
+        metrics = self.metrics
+        if isinstance(metrics, (list, tuple)):
+            object.__setattr__(self, "metrics", tuple(dict.fromkeys((self.metric, *metrics))))
         if self.budgets is not None and not isinstance(self.budgets, (str, bytes)):
             budgets = tuple(self.budgets) if hasattr(self.budgets, "__iter__") else (self.budgets,)
             if all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in budgets):
                 budgets = tuple(int(b) for b in budgets)
             object.__setattr__(self, "budgets", budgets)  # anything else is reported by check()
 
-    def check(self) -> AuditSettings:
-        """Raise :class:`InputError` naming the option when a setting is impossible; return ``self``."""
-        for name, flag in (("reps", "--reps"), ("reps_pairwise", "--reps-pairwise"), ("seed", "--seed"),
-                           ("runs_needed_cap", "runs_needed_cap")):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"{flag}: must be an integer, got {value!r}")
-        for name, flag in (("alpha", "--alpha"), ("gamma", "--gamma"), ("confidence", "confidence"),
-                           ("power", "power")):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InputError(f"{flag}: must be a number, got {value!r}")
-        if self.budgets is not None and (
-                isinstance(self.budgets, (str, bytes)) or not self.budgets
-                or not all(isinstance(b, int) and not isinstance(b, bool) for b in self.budgets)):
-            raise InputError(f"--budgets: expected a non-empty list of integer budgets, got {self.budgets!r}")
-        if not isinstance(self.small_sample, bool):
-            raise InputError(f"small_sample: must be true or false, got {self.small_sample!r}")
-        for name, flag in (("metric", "--metric"), ("correction", "--correction"),
-                           ("interval_method", "--ci-method")):
-            if not isinstance(getattr(self, name), str):
-                raise InputError(f"{flag}: must be a string, got {getattr(self, name)!r}")
-        for m in self.metrics:
-            if m not in METRICS:
-                raise InputError(f"--metric: unknown metric {m!r}{did_you_mean(m, METRICS)}; "
-                                 f"expected one of {', '.join(METRICS)}")
-        if self.correction not in CORRECTIONS:
-            raise InputError(f"--correction: unknown correction {self.correction!r}"
-                             f"{did_you_mean(self.correction, CORRECTIONS)}; expected one of {', '.join(CORRECTIONS)}")
-        if self.interval_method not in INTERVAL_METHODS:
-            raise InputError(f"--ci-method: unknown interval method {self.interval_method!r}"
-                             f"{did_you_mean(self.interval_method, INTERVAL_METHODS)}; expected one of "
-                             f"{', '.join(INTERVAL_METHODS)}")
-        if not 0.0 < self.alpha < 1.0:
-            raise InputError(f"--alpha: must be between 0 and 1 (exclusive), got {self.alpha}")
-        if not 0.0 < self.confidence < 1.0:
-            raise InputError(f"confidence: must be between 0 and 1 (exclusive), got {self.confidence}")
-        if not 0.0 < self.power < 1.0:
-            raise InputError(f"power: must be between 0 and 1 (exclusive), got {self.power}")
-        if self.reps < 100:
-            raise InputError(f"--reps: need at least 100 bootstrap replicates, got {self.reps}")
-        if self.reps_pairwise < 100:
-            raise InputError(f"reps_pairwise: need at least 100 bootstrap replicates, got {self.reps_pairwise}")
-        if self.seed < 0:
-            raise InputError(f"--seed: must be a non-negative integer, got {self.seed}")
-        if not self.gamma > 0:
-            raise InputError(f"--gamma: the optimality-gap threshold must be positive, got {self.gamma}")
-        if self.runs_needed_cap < 2:
-            raise InputError(f"runs_needed_cap: must be at least 2, got {self.runs_needed_cap}")
-        return self
+    # ------------------------------------------------------------------------------------ resolution
+
+    @classmethod
+    def from_section(cls, section: dict | None, where: str) -> AuditSettings:
+        """Settings from a protocol's ``[audit]`` table; unknown keys raise :class:`InputError` naming
+        ``where: audit.KEY`` (with a suggestion). Values are checked by :meth:`check`."""
+        values, origins = {}, {}
+        for key, value in (section or {}).items():
+            name = SECTION_ALIASES.get(key, key)
+            if name not in SECTION_KEYS:
+                raise InputError(f"{where}: audit.{key}: unknown key{did_you_mean(key, SECTION_KEYS)}; expected one "
+                                 f"of {', '.join(SECTION_KEYS)}")
+            if value is None:
+                continue
+            values[name] = tuple(value) if isinstance(value, list) else value
+            origins[name] = f"{where}: audit.{key}"
+        return cls(**values, origins=origins)
+
+    def override(self, **flags) -> AuditSettings:
+        """A copy with command-line ``flags`` applied (``None`` leaves a setting as it is); the error
+        messages of an overridden setting name its flag."""
+        changes = {k: v for k, v in flags.items() if v is not None}
+        if "interval_method" in changes and "small_sample" not in changes:
+            changes["small_sample"] = False  # an explicit scheme wins over an older small_sample = true
+        unknown = [k for k in changes if k not in FLAGS]
+        if unknown:
+            raise TypeError(f"unknown audit setting(s): {', '.join(unknown)}")
+        origins = {k: v for k, v in self.origins.items() if k not in changes}
+        return dataclasses.replace(self, **changes, origins=origins)
 
     def replace(self, **changes) -> AuditSettings:
         """A copy with ``changes`` applied (``None`` values leave a field unchanged)."""
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return self.override(**changes)
+
+    def where(self, name: str) -> str:
+        """What to call setting ``name`` in an error message: its protocol key, else its flag."""
+        return self.origins.get(name, FLAGS.get(name, name))
+
+    @property
+    def scheme(self) -> str:
+        """The bootstrap scheme applied (``small_sample`` asks for ``expanded``)."""
+        return "expanded" if self.small_sample else self.interval_method
+
+    # ------------------------------------------------------------------------------------ validation
+
+    def check(self) -> AuditSettings:
+        """Raise :class:`InputError` naming the flag or protocol key of an impossible setting; return ``self``."""
+        w = self.where
+        for name in ("reps_pairwise", "seed", "runs_needed_cap") + (("reps",) if self.reps is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"{w(name)}: must be an integer, got {value!r}")
+        for name in ("alpha", "gamma", "confidence", "power") + (("min_effect",) if self.min_effect is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"{w(name)}: must be a number, got {value!r}")
+        if self.budgets is not None and (
+                isinstance(self.budgets, (str, bytes)) or not self.budgets
+                or not all(isinstance(b, int) and not isinstance(b, bool) for b in self.budgets)):
+            raise InputError(f"{w('budgets')}: expected a non-empty list of integer budgets, got {self.budgets!r}")
+        if not isinstance(self.small_sample, bool):
+            raise InputError(f"{w('small_sample')}: must be true or false, got {self.small_sample!r}")
+        for name in ("metric", "correction", "interval_method"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"{w(name)}: must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.metrics, tuple) or not all(isinstance(m, str) for m in self.metrics):
+            raise InputError(f"{w('metrics')}: expected a list of metric names, got {self.metrics!r}")
+        for m in self.metrics:
+            if m not in METRICS:
+                name = "metric" if m == self.metric else "metrics"
+                raise InputError(f"{w(name)}: unknown metric {m!r}{did_you_mean(m, METRICS)}; "
+                                 f"expected one of {', '.join(METRICS)}")
+        for name, allowed in (("correction", CORRECTIONS), ("interval_method", CI_METHODS)):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise InputError(f"{w(name)}: unknown {'correction' if name == 'correction' else 'interval method'} "
+                                 f"{value!r}{did_you_mean(value, allowed)}; expected one of {', '.join(allowed)}")
+        for name in ("alpha", "confidence", "power"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise InputError(f"{w(name)}: must be between 0 and 1 (exclusive), got {getattr(self, name)}")
+        if self.reps is not None and self.reps < 100:
+            raise InputError(f"{w('reps')}: need at least 100 bootstrap replicates, got {self.reps}")
+        if self.reps_pairwise < 100:
+            raise InputError(f"{w('reps_pairwise')}: need at least 100 bootstrap replicates, got {self.reps_pairwise}")
+        if self.seed < 0:
+            raise InputError(f"{w('seed')}: must be a non-negative integer, got {self.seed}")
+        if not self.gamma > 0:
+            raise InputError(f"{w('gamma')}: the optimality-gap threshold must be positive, got {self.gamma}")
+        if self.runs_needed_cap < 2:
+            raise InputError(f"{w('runs_needed_cap')}: must be at least 2, got {self.runs_needed_cap}")
+        if self.min_effect is not None and not self.min_effect > 0:
+            raise InputError(f"{w('min_effect')}: the smallest effect of interest must be positive, got {self.min_effect}")
+        return self
+
+    def reps_for(self, n_tests: int) -> int:
+        """Replicates for a family of ``n_tests`` tests: :attr:`reps` if given (refused with one line naming
+        it when too few to resolve ``alpha / n_tests``), else the larger of 50,000 and the fewest that do."""
+        need = min_reps(n_tests, self.alpha)
+        if self.reps is None:
+            return max(DEFAULT_REPS, need)
+        if self.reps < need:
+            raise InputError(f"{self.where('reps')}: {self.reps} replicates cannot resolve the corrected level "
+                             f"alpha/m = {self.alpha:g}/{n_tests} of this audit's {n_tests} tests; use --reps {need} "
+                             f"or more (20 m / alpha), or leave it unset")
+        return int(self.reps)
 
     def higher_is_better(self, metric: str | None = None) -> bool:
         """Whether a larger value of ``metric`` (default :attr:`metric`) is better (``og``: lower is better)."""

@@ -10,11 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from rlaudit.audit.claims import overall_verdict
-from rlaudit.audit.result import AuditResult
+from rlaudit.audit.inversions import FINDINGS, NOTES
+from rlaudit.audit.result import AuditResult, format_budget
+from rlaudit.audit.rows import Ordering
+from rlaudit.stats.metrics import METRIC_LABELS
 
-LABELS = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "OG"}
+LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 _VERDICT_STYLE = {"holds": "green", "reversed": "red", "inconclusive": "yellow"}
-_KIND_STYLE = {"confirmed": "bold red", "lost": "yellow", "unconfirmed": "dim"}
+_KIND_STYLE = {"confirmed": "bold red", "changed": "red"}
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -28,12 +31,8 @@ def _ci(point: float, lo: float, hi: float) -> str:
 
 
 def budget_label(b: int) -> str:
-    """Compact exact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k``, ``12345`` -> ``12345``."""
-    if b >= 1_000_000 and b % 1_000_000 == 0:
-        return f"{b // 1_000_000}M"
-    if b >= 1_000 and b % 1_000 == 0:
-        return f"{b // 1_000}k"
-    return str(b)
+    """Compact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k`` (:func:`~rlaudit.audit.result.format_budget`)."""
+    return format_budget(b)
 
 
 def _decision_text(decision: str, a: str, b: str) -> Text:
@@ -45,7 +44,8 @@ def _decision_text(decision: str, a: str, b: str) -> Text:
 
 
 def _p(p: float, reps: int) -> str:
-    return f"< {2 / reps:.1g}" if p == 0 else f"{p:.3g}"
+    """``p`` to 3 digits; the smallest p-value ``reps`` replicates can give, ``1 / (reps + 1)``, as ``≤ …``."""
+    return f"≤ {1 / (reps + 1):.1g}" if p <= 1.0 / (reps + 1) else f"{p:.3g}"
 
 
 def render_summary(result: AuditResult, console: Console | None = None, max_rows: int = 40) -> None:
@@ -67,7 +67,8 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
                   f"budget(s) ({unit}); scores: {d.get('score_kind')}, normalisation: {d.get('normalization')}"))
     console.print(Text(f"deciding metric {mlabel}; {s['reps']} bootstrap replicates, seed {s['seed']}; "
                   f"{s['correction']} correction, family-wise alpha {s['alpha']:g} over "
-                  f"{len(result.orderings)} ordering(s); intervals on aggregates at {100 * s['confidence']:g}% "
+                  f"{s.get('n_tests', len(result.orderings))} test(s) ({len(result.orderings)} orderings, "
+                  f"{len(result.changes)} changes); intervals on aggregates at {100 * s['confidence']:g}% "
                   f"({s['interval_method']}); other metrics: point estimates (intervals in audit.json)"))
 
     agg = {(r["budget"], r["algorithm"], r["metric"]): r for r in result.aggregates}
@@ -75,8 +76,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     metrics = s["metrics"]
     higher = metric != "og"
     by_budget = defaultdict(list)
-    for o in result.orderings:
-        by_budget[o["budget"]].append(o)
+    for i, row in enumerate(result.orderings):
+        o = Ordering.from_dict(row, "audit.json", i, s["metric"])
+        by_budget[o.budget].append(o)
     for b in result.budgets:
         algs = sorted(d["algorithms"], key=lambda a: agg[(b, a, metric)]["point"], reverse=higher)
         table = Table(title=f"budget {budget_label(b)} {unit}: ranking by {mlabel}", title_justify="left")
@@ -99,32 +101,31 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             for col, just in (("pair", "left"), ("a - b [CI]", "right"), ("p adj.", "right"),
                               ("decision", "left"), ("P(a > b) [CI]", "right"), ("runs needed", "right")):
                 t.add_column(col, justify=just)
-            shown = sorted(rows, key=lambda o: o["p_adjusted"])
+            shown = sorted(rows, key=lambda o: 1.0 if o.p_adjusted is None else o.p_adjusted)
             for o in shown[:max_rows]:
-                needed = ("-" if o["runs_needed"] is None else
-                          f"> {s['runs_needed_cap']}" if o["runs_needed_capped"] else str(o["runs_needed"]))
-                t.add_row(Text(f"{o['a']} vs {o['b']}"), _ci(o["diff_point"], o["diff_lo"], o["diff_hi"]),
-                          _p(o["p_adjusted"], s["reps"]), _decision_text(o["decision"], o["a"], o["b"]),
-                          _ci(o["p_improvement"], o["p_improvement_lo"], o["p_improvement_hi"]), needed)
+                t.add_row(Text(f"{o.a} vs {o.b}"), _ci(o.diff.point, o.diff.lo, o.diff.hi),
+                          _p(o.p_adjusted, s["reps"]), _decision_text(o.decision, o.a, o.b),
+                          _ci(o.p_improvement.point, o.p_improvement.lo, o.p_improvement.hi),
+                          o.runs_needed_text(s["runs_needed_cap"]))
             console.print(t)
             if len(shown) > max_rows:
                 console.print(Text(f"  … {len(shown) - max_rows} more pairs in audit.json"))
 
-    console.print(Text("Inversions between budgets", style="bold"))
+    console.print(Text("Inversions and tested changes between budgets", style="bold"))
+    counts = defaultdict(int)
+    for inv in result.inversions:
+        counts[inv["kind"]] += 1
+    found = [i for i in result.inversions if i["kind"] in FINDINGS]
     if len(result.budgets) < 2:
         console.print(Text("  one budget audited: no inversions to look for"))
-    elif not result.inversions:
-        console.print(Text("  none: every ordering is stable across the audited budgets"))
+    elif not found:
+        console.print(Text("  none found: no ordering is decided both ways and no change test rejects"))
     else:
-        counts = defaultdict(int)
-        for inv in result.inversions:
-            counts[inv["kind"]] += 1
-        console.print(Text("  " + ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "lost", "unconfirmed"))))
+        console.print(Text("  " + ", ".join(f"{counts[k]} {k}" for k in FINDINGS) + " (error-controlled)"))
         t = Table(show_header=True)
-        for col in ("kind", "pair", f"low budget", "decision", f"high budget", "decision"):
+        for col in ("kind", "pair", "low budget", "decision", "high budget", "decision"):
             t.add_column(col)
-        order = {"confirmed": 0, "lost": 1, "unconfirmed": 2}
-        invs = sorted(result.inversions, key=lambda r: (order[r["kind"]], r["a"], r["b"], r["budget_low"]))
+        invs = sorted(found, key=lambda r: (FINDINGS.index(r["kind"]), r["a"], r["b"], r["budget_low"]))
         for inv in invs[:max_rows]:
             t.add_row(Text(inv["kind"], style=_KIND_STYLE[inv["kind"]]), Text(f"{inv['a']} vs {inv['b']}"),
                       budget_label(inv["budget_low"]), _decision_text(inv["decision_low"], inv["a"], inv["b"]),
@@ -132,6 +133,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         console.print(t)
         if len(invs) > max_rows:
             console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))
+    if any(counts[k] for k in NOTES):
+        console.print(Text(f"  notes (descriptive, not findings): {counts['decided_once']} decided at one budget "
+                           f"only, {counts['unconfirmed']} with point estimates that swap", style="dim"))
     for c in result.crossovers[:max_rows]:
         frm = _decision_text(c["from"], c["a"], c["b"]).plain
         to = _decision_text(c["to"], c["a"], c["b"]).plain

@@ -7,179 +7,27 @@ from pathlib import Path
 
 import click
 
+from rlaudit.cli.audit_opts import audit_from_options, audit_options
 from rlaudit.cli.joined_opts import echo_agreement, published_option, with_published, write_document
-from rlaudit.errors import InputError
-
-# Work (random draws) above which a progress bar is shown: a few seconds of bootstrap on one busy core.
-PROGRESS_THRESHOLD = 3e7
-
-_SETTING_KEYS = ("metric", "metrics", "gamma", "reps", "reps_pairwise", "seed", "alpha", "confidence",
-                 "interval_method", "correction", "budgets", "runs_needed_cap", "small_sample")
-
-
-def _int(value: str | None, flag: str, minimum: int | None = None) -> int | None:
-    if value is None:
-        return None
-    try:
-        out = int(str(value).replace("_", ""))
-    except ValueError:
-        raise InputError(f"{flag}: {value!r} is not an integer") from None
-    if minimum is not None and out < minimum:
-        raise InputError(f"{flag}: must be at least {minimum}, got {out}")
-    return out
-
-
-def _float(value: str | None, flag: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise InputError(f"{flag}: {value!r} is not a number") from None
-
-
-def _budgets(value: str | None) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
-        raise InputError("--budgets: expected a comma-separated list of integer budgets, e.g. 100000,200000")
-    out = []
-    for v in items:
-        try:
-            f = float(v.replace("_", ""))
-        except ValueError:
-            raise InputError(f"--budgets: {v!r} is not an integer budget") from None
-        if f != int(f):
-            raise InputError(f"--budgets: {v!r} is not an integer budget")
-        out.append(int(f))
-    return tuple(out)
-
-
-class _RichProgress:
-    """:class:`rlaudit.audit.Progress` on a rich progress bar (stderr)."""
-
-    def __init__(self, progress):
-        self._p = progress
-        self._task = None
-
-    def start(self, stage: str, total: int) -> None:
-        self._task = self._p.add_task(stage, total=total)
-
-    def advance(self, n: int = 1) -> None:
-        self._p.advance(self._task, n)
-
-    def done(self) -> None:
-        pass
-
-
-def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=None, budgets=None, claims_file=None,
-                       reps=None, reps_pairwise=None, seed=None, alpha=None, gamma=None, ci_method=None,
-                       correction=None, small_sample=None):
-    """Load ``scores`` and audit it exactly as ``rlaudit audit`` does with these option strings.
-
-    Flags override the source's protocol defaults (``[audit]``, ``[normalization]``, ``[[claims]]``);
-    a progress bar is shown on a terminal when the work is large. Other commands (``rlaudit report``) reuse
-    this so that both agree on options and defaults.
-
-    Returns:
-        The :class:`~rlaudit.audit.AuditResult` (nothing is written).
-    """
-    from rlaudit.audit import AuditSettings, run_audit, work_estimate
-    from rlaudit.audit.claims import load_claims_file, parse_claims
-    from rlaudit.sources import load_source
-
-    flags = {"metric": metric, "reps": _int(reps, "--reps"), "reps_pairwise": _int(reps_pairwise, "--reps-pairwise"),
-             "seed": _int(seed, "--seed"), "alpha": _float(alpha, "--alpha"), "gamma": _float(gamma, "--gamma"),
-             "interval_method": ci_method, "correction": correction, "budgets": _budgets(budgets),
-             "small_sample": small_sample or None}
-    source = load_source(scores, fmt=fmt, data_dir=data_dir)
-
-    section = dict(source.audit or {})
-    if "ci_method" in section:  # the flag's name, accepted in a protocol's [audit] too
-        section.setdefault("interval_method", section.pop("ci_method"))
-    defaults = {k: v for k, v in section.items() if k in _SETTING_KEYS and v is not None}
-    if isinstance(defaults.get("budgets"), (list, tuple)):
-        defaults["budgets"] = tuple(defaults["budgets"])
-    if isinstance(defaults.get("metrics"), list):
-        defaults["metrics"] = tuple(defaults["metrics"])
-    settings = AuditSettings(**defaults).replace(**flags)
-
-    if normalize is not None:
-        norm_spec, norm_where, base = normalize, "--normalize", None
-    else:
-        norm_spec, norm_where, base = source.normalization, f"{source.path}: [normalization]", Path(source.path).parent
-    if norm_spec is not None and not (isinstance(norm_spec, str) and norm_spec.strip().lower() == "none"):
-        from rlaudit.stats.normalize import parse_normalization
-
-        norm_spec = parse_normalization(norm_spec, norm_where, base)
-    settings = settings.replace(normalization=norm_spec)
-
-    if claims_file is not None:
-        claims = load_claims_file(claims_file)
-    elif source.claims:
-        claims = parse_claims(list(source.claims), f"{source.path}: [[claims]]")
-    else:
-        claims = ()
-
-    settings.check()
-    if work_estimate(source.table, settings) > PROGRESS_THRESHOLD:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
-            return run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
-    return run_audit(source.table, settings, claims, source=source)
-
-
-def audit_options(format_flag: str = "--format"):
-    """The audit options shared by ``rlaudit audit`` and ``rlaudit report`` (``report`` names the importer
-    flag ``--from``, since its ``--format`` picks the outputs)."""
-    options = [
-        click.option(format_flag, "fmt", metavar="F", help="Importer for a published format (dopamine, rliable, …); "
-                  "default: by suffix or sniffing."),
-        click.option("--data", "data_dir", metavar="DIR", help="Folder with a published protocol's data files."),
-        click.option("--normalize", metavar="SPEC", help="none | atari | divide:K | minmax:FILE.csv "
-                  "(default: the protocol's, else none)."),
-        click.option("--metric", metavar="M", help="Deciding metric: iqm (default) | median | mean | og."),
-        click.option("--budgets", metavar="B1,B2,…", help="Budgets to audit (default: every budget all algorithms have)."),
-        click.option("--claims", "claims_file", metavar="FILE", help="TOML file of [[claims]] (replaces the protocol's)."),
-        click.option("--reps", metavar="N", help="Bootstrap replicates for aggregates and differences (default 50000)."),
-        click.option("--reps-pairwise", metavar="N", help="Replicates for P(a > b), profiles, per-task (default 2000)."),
-        click.option("--seed", metavar="S", help="Seed of every random stream (default 0)."),
-        click.option("--alpha", metavar="A", help="Family-wise error rate over all orderings (default 0.05)."),
-        click.option("--gamma", metavar="G", help="Optimality-gap threshold (default 1.0)."),
-        click.option("--ci-method", metavar="M", help="Aggregate intervals: percentile (default) | bca."),
-        click.option("--correction", metavar="C", help="Family-wise error control: holm (default) | bonferroni."),
-        click.option("--small-sample", is_flag=True, help="Decide orderings from the expanded bootstrap (corrects the "
-                  "percentile bootstrap's too-narrow spread with few runs per task)."),
-    ]
-
-    def decorate(f):
-        for option in reversed(options):
-            f = option(f)
-        return f
-
-    return decorate
 
 
 @click.command("audit")
 @click.argument("scores", metavar="SCORES")
 @audit_options()
+@click.option("--min-effect", metavar="D", help="Smallest difference of interest (deciding metric's units) for the "
+              "runs-needed estimate (default: the observed difference).")
 @click.option("--out", "out_dir", metavar="DIR", default=".", show_default=True, help="Folder for audit.json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the summary.")
 @published_option
 def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise, seed, alpha,
-          gamma, ci_method, correction, small_sample, out_dir, quiet, published=None):
+          gamma, ci_method, correction, small_sample, min_effect, out_dir, quiet, published=None):
     """Audit SCORES (tidy CSV/Parquet, store, protocol or published format): aggregates with intervals,
     error-controlled orderings per budget, inversions between budgets, claim verdicts and a checklist.
     Writes DIR/audit.json; exit status 2 on bad input (nothing written)."""
     from rlaudit.audit.summary import render_summary
 
     result = audit_from_options(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
-                                seed, alpha, gamma, ci_method, correction, small_sample)
+                                seed, alpha, gamma, ci_method, correction, small_sample, min_effect)
     doc = with_published(result, scores, published, data_dir, normalize, metric=metric, reps=reps,
                          reps_pairwise=reps_pairwise, seed=seed, alpha=alpha, gamma=gamma, ci_method=ci_method,
                          correction=correction, small_sample=small_sample)  # + published_agreement if joined

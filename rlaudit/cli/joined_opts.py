@@ -58,7 +58,7 @@ def with_published(result, scores: str, published: str | None, data_dir=None, no
     if published is None and rerun_of is None:
         return doc
     from rlaudit.audit.joined import joined_table, mapping_from, published_agreement
-    from rlaudit.cli.audit_cmd import audit_from_options
+    from rlaudit.cli.audit_opts import audit_from_options
     from rlaudit.protocol import load_protocol
     from rlaudit.sources import load_source
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rlaudit.cli.audit_cmd import audit_options
+from rlaudit.cli.audit_opts import audit_options
 from rlaudit.cli.joined_opts import published_option
 from rlaudit.errors import InputError
 
@@ -33,7 +33,7 @@ def _read_audit_json(path: Path) -> dict:
 
 def _audit_first(source_path, published=None, **options) -> dict:
     """Audit SOURCE exactly as ``rlaudit audit`` does with the same options; return the audit document."""
-    from rlaudit.cli.audit_cmd import audit_from_options
+    from rlaudit.cli.audit_opts import audit_from_options
     from rlaudit.cli.joined_opts import with_published
 
     result = audit_from_options(source_path, **options)

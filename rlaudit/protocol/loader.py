@@ -34,9 +34,6 @@ ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes")
 OVERRIDE_KEYS = ("hyperparams", "policy_kwargs")
 REGIME_KEYS = ("budget", "mode")
 EVAL_KEYS = ("n_eval_episodes", "deterministic", "epsilon", "eval_every", "max_episode_steps", "eval_seed_offset")
-AUDIT_KEYS = ("metric", "budgets", "metrics", "gamma", "reps", "reps_pairwise", "seed", "alpha", "confidence",
-              "interval_method", "correction", "runs_needed_cap", "power")
-METRICS = ("iqm", "median", "mean", "og")
 RESERVED_REGIMES = ("nested",)
 MAX_SEEDS = 1_000
 """Most seeds per (task, algorithm) a protocol may ask for: far past any published study, and small enough
@@ -270,11 +267,9 @@ def _evaluation(d, where: str) -> Evaluation:
 def _audit(d, where: str) -> AuditSection:
     at = f"{where}: audit"
     d = _table(d, at)
-    _keys(d, AUDIT_KEYS, at, "key")
-    metric = d.get("metric", "iqm")
-    if metric not in METRICS:
-        raise InputError(f"{at}.metric: unknown metric {metric!r}{did_you_mean(str(metric), METRICS)}; "
-                         f"expected one of {', '.join(METRICS)}")
+    # The audit stage owns the list of [audit] keys and their checks (one definition, errors "file: audit.KEY").
+    _delegate("rlaudit.audit.settings", "check_section", d, where)
+    metric = d.get("metric", "iqm")  # checked with every other key by check_section above
     budgets = None
     if "budgets" in d:
         budgets = [_budget_value(b, f"{at}.budgets") for b in _as_list(d["budgets"])]

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rlaudit.audit.result import format_budget
+from rlaudit.report.parts import Finding, format_number
+
 ANCHOR = "published-vs-rerun"
 HEADING = "Published vs rerun"
 
@@ -42,8 +45,6 @@ def build_agreement(doc: dict | None) -> Agreement | None:
     """The section model, or ``None`` when the audit has no ``published_agreement``."""
     if not doc:
         return None
-    from rlaudit.report.model import format_budget, format_number
-
     pub, rer = doc["published"], doc["rerun"]
     pu, ru = pub.get("budget_unit"), rer.get("budget_unit")
     rerun_budgets = tuple(format_budget(b, ru) for b in rer["budgets"])
@@ -77,8 +78,6 @@ def agreement_findings(a: Agreement | None) -> list:
     """Verdict lines for a joined audit: reversed published orderings first (``warning``), then the counts."""
     if a is None:
         return []
-    from rlaudit.report.model import Finding
-
     decided = len(a.rows)
     parts = [f"{s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['undecided']} undecided"
              + (f", {s['not_rerun']} not rerun" if s["not_rerun"] else "") for s in a.summary]

@@ -9,14 +9,18 @@ and the expected rank and its central range read off ``rank_distribution``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rlaudit.audit.claims import VERDICTS
+from rlaudit.audit.claims import claim_status as audit_claim_status
+from rlaudit.audit.result import SCHEMA_VERSION  # one definition: the audit stage writes what the report reads
+from rlaudit.audit.result import format_budget, unit_name
+from rlaudit.audit.rows import Interval, Ordering  # the typed audit.json rows (one from_dict each)
 from rlaudit.errors import InputError
-
-SCHEMA_VERSION = 1
+from rlaudit.report.parts import Finding, format_interval, format_number, format_p  # noqa: F401 (re-exported)
+from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
@@ -31,123 +35,18 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
-METRIC_NAMES = {"iqm": "IQM", "median": "Median", "mean": "Mean", "og": "Optimality gap"}
-LOWER_IS_BETTER = frozenset({"og"})
-
-UNIT_NAMES = {"env_steps": "environment steps", "agent_steps": "agent steps", "frames": "frames",
-              "iterations": "iterations", "samples": "samples", "episodes": "episodes"}
-
+METRIC_NAMES = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
+LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 # --------------------------------------------------------------------------------------------- formatting
-def format_budget(budget: int | float, unit: str | None = None) -> str:
-    """Format a budget for humans: ``100000 -> "100k"``, ``200000000 -> "200M"``, ``1500000 -> "1.5M"``.
-
-    Args:
-        budget: the budget in its unit (integer in ``audit.json``).
-        unit: budget unit (``"frames"``); appended in words when given.
-    """
-    b = float(budget)
-    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
-    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(b) >= scale:
-            v = b / scale
-            text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
-            break
-    return f"{text} {unit_name(unit)}" if unit else text
-
-
-def unit_name(unit: str | None) -> str:
-    """Budget unit in words (``env_steps -> "environment steps"``)."""
-    if not unit:
-        return ""
-    return UNIT_NAMES.get(unit, unit.replace("_", " "))
-
-
-def format_number(x: float | None) -> str:
-    """Format a score or metric with precision adapted to its magnitude (``None``/NaN -> ``"–"``)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    a = abs(x)
-    if a >= 1000:
-        return f"{x:.0f}"
-    if a >= 100:
-        return f"{x:.1f}"
-    if a >= 10:
-        return f"{x:.2f}"
-    return f"{x:.3f}"
-
-
-def format_interval(point: float | None, lo: float | None, hi: float | None) -> str:
-    """``"0.412 [0.371, 0.450]"``."""
-    return f"{format_number(point)} [{format_number(lo)}, {format_number(hi)}]"
-
-
-def format_p(p: float | None) -> str:
-    """A p-value or probability: ``"<0.001"`` below 0.001, three decimals otherwise."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
+# Budgets are formatted once, next to the audit.json document (format_budget, unit_name, imported above,
+# are what the terminal summary uses too).
 def metric_name(metric: str) -> str:
     """``"iqm" -> "IQM"``."""
     return METRIC_NAMES.get(metric, metric)
 
 
 # --------------------------------------------------------------------------------------------- objects
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with its confidence interval."""
-
-    point: float | None
-    lo: float | None
-    hi: float | None
-
-    def __str__(self) -> str:
-        return format_interval(self.point, self.lo, self.hi)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the verdict, most important first."""
-
-    kind: str
-    """``inversion``, ``claim-fails``, ``claim-undecided``, ``undecided``, ``claim-holds``, ``checklist``, ``info``."""
-    text: str
-    severity: str = "info"
-    """``critical`` (changes the conclusion), ``warning`` or ``info``."""
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """A pairwise decision at one budget (``a`` vs ``b``, ``diff = metric(a) - metric(b)``)."""
-
-    budget: int
-    a: str
-    b: str
-    metric: str
-    decision: str
-    diff: Interval
-    p_value: float | None
-    p_adjusted: float | None
-    p_improvement: Interval
-    runs_needed: int | None
-    runs_needed_capped: bool
-
-    @property
-    def winner(self) -> str | None:
-        """The better algorithm, or ``None`` when inconclusive."""
-        return {"a>b": self.a, "b>a": self.b}.get(self.decision)
-
-    def decision_text(self) -> str:
-        """``"A > B"``, ``"B > A"`` or ``"inconclusive"``."""
-        if self.decision == "a>b":
-            return f"{self.a} > {self.b}"
-        if self.decision == "b>a":
-            return f"{self.b} > {self.a}"
-        return "inconclusive"
-
-
 @dataclass(frozen=True)
 class RankSummary:
     """Rank of one algorithm at one budget, read off the bootstrap rank distribution (1 = best)."""
@@ -292,23 +191,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         except KeyError as exc:
             raise InputError(f"{where}: aggregates[{i}] lacks key {exc.args[0]!r}") from None
 
-    orderings = []
-    for i, row in enumerate(_require(audit, "orderings", where, list)):
-        try:
-            orderings.append(Ordering(
-                budget=int(row["budget"]), a=str(row["a"]), b=str(row["b"]), metric=str(row.get("metric", metric)),
-                decision=str(row["decision"]),
-                diff=Interval(_float(row.get("diff_point")), _float(row.get("diff_lo")), _float(row.get("diff_hi"))),
-                p_value=_float(row.get("p_value")), p_adjusted=_float(row.get("p_adjusted")),
-                p_improvement=Interval(_float(row.get("p_improvement")), _float(row.get("p_improvement_lo")),
-                                       _float(row.get("p_improvement_hi"))),
-                runs_needed=None if row.get("runs_needed") is None else int(row["runs_needed"]),
-                runs_needed_capped=bool(row.get("runs_needed_capped", False))))
-        except KeyError as exc:
-            raise InputError(f"{where}: orderings[{i}] lacks key {exc.args[0]!r}") from None
-        if orderings[-1].decision not in ("a>b", "b>a", "inconclusive"):
-            raise InputError(f"{where}: orderings[{i}].decision is {row['decision']!r}, expected "
-                             "'a>b', 'b>a' or 'inconclusive'")
+    orderings = [Ordering.from_dict(row, where, i, metric)
+                 for i, row in enumerate(_require(audit, "orderings", where, list))]
 
     ranks = {}
     for row in audit.get("rank_distribution") or []:
@@ -352,7 +236,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         "n_orderings": len(main),
         "n_decided": sum(o.decision != "inconclusive" for o in main),
         "n_confirmed_inversions": sum(i.get("kind") == "confirmed" for i in inversions),
-        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in ("holds", "fails", "undecided")},
+        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in VERDICTS},
     }
     report = Report(
         title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
@@ -372,13 +256,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
 
 
 def _claim_status(claim: dict) -> str:
-    """``holds`` (every budget), ``fails`` (reversed somewhere) or ``undecided`` (anything else)."""
-    verdicts = [p.get("verdict") for p in claim.get("per_budget") or []]
-    if verdicts and all(v == "holds" for v in verdicts):
-        return "holds"
-    if any(v == "reversed" for v in verdicts):
-        return "fails"
-    return "undecided"
+    """``holds`` (every budget), ``reversed`` (somewhere) or ``inconclusive``: the audit's verdict words."""
+    return audit_claim_status([p.get("verdict") for p in claim.get("per_budget") or []])
 
 
 def claim_status(claim: dict) -> str:
@@ -412,27 +291,27 @@ def _findings(r: Report) -> list[Finding]:
                            "critical"))
     for c in r.claims:
         status = _claim_status(c)
-        if status == "fails":
+        if status == "reversed":
             rev = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "reversed"]
             held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
             tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
-            out.append(Finding("claim-fails", f"Claim \u201c{c.get('text')}\u201d fails: reversed at "
+            out.append(Finding("claim-reversed", f"Claim \u201c{c.get('text')}\u201d is reversed at "
                                f"{_join(rev)} {r.unit}{tail}.", "critical"))
     for c in r.claims:
-        if _claim_status(c) == "undecided":
+        if _claim_status(c) == "inconclusive":
             held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
             where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
-            out.append(Finding("claim-undecided", f"Claim \u201c{c.get('text')}\u201d is undecided: {where}.",
+            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.get('text')}\u201d is inconclusive: {where}.",
                                "warning"))
-    lost = [i for i in r.inversions if i.get("kind") == "lost"]
-    unconfirmed = [i for i in r.inversions if i.get("kind") == "unconfirmed"]
-    if lost or unconfirmed:
-        pairs = sorted({f"{i['a']} vs {i['b']}" for i in lost + unconfirmed})
+    # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
+    # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
+    changed = [i for i in r.inversions if i.get("kind") == "changed"]
+    if changed:
+        pairs = sorted({f"{i['a']} vs {i['b']}" for i in changed})
         shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
         out.append(Finding("inversion", (
-            f"{len(lost)} budget pair(s) where an ordering is decided at one budget but not the other (lost) and "
-            f"{len(unconfirmed)} where only the point estimates swap (unconfirmed), involving {shown}: "
-            "these conclusions do not carry over between budgets."), "warning"))
+            f"{len(changed)} tested change(s) of a gap between budgets ({m}), involving {shown}: the difference "
+            "between the two algorithms is not the same at both budgets (error-controlled)."), "warning"))
     n, k = r.summary["n_orderings"], r.summary["n_decided"]
     undecided = [o for o in r.orderings if o.metric == r.metric and o.decision == "inconclusive"]
     if undecided:
@@ -502,8 +381,7 @@ def _setup(r: Report) -> list[tuple[str, str]]:
     rows.append(("Bootstrap", f"stratified over runs within tasks; {s.get('reps', '–')} replicates for aggregates "
                  f"and differences, {s.get('reps_pairwise', '–')} for probability of improvement, profiles, "
                  f"ranks and per-task intervals; {s.get('interval_method', 'percentile')} intervals at "
-                 f"{s.get('confidence', 0.95)}; seed {s.get('seed', '–')}"
-                 + ("; decisions use the small-sample (expanded) bootstrap" if s.get("small_sample") else "")))
+                 f"{s.get('confidence', 0.95)} (the same scheme decides orderings and changes); seed {s.get('seed', '–')}"))
     first = str(s.get("correction_description") or "").split(": ")[0].split(". ")[0].rstrip(".")
     rows.append(("Error control", f"family-wise α = {s.get('alpha', '–')}, {s.get('correction', '–')}"
                  + (f" ({first}; details in audit.json settings.correction_description)" if first else "")))

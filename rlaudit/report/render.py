@@ -188,7 +188,7 @@ def _pairs(report: Report) -> list[tuple[str, str]]:
 
 
 def _inversion_rows(report: Report) -> list[dict]:
-    order = {"confirmed": 0, "lost": 1, "unconfirmed": 2}
+    order = {"confirmed": 0, "changed": 1, "decided_once": 2, "unconfirmed": 3}
     return sorted(report.inversions, key=lambda i: (order.get(i.get("kind"), 3), i["a"], i["b"],
                                                     int(i["budget_low"]), int(i["budget_high"])))
 

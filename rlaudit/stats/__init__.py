@@ -8,11 +8,15 @@ shape ``(n_runs_m,)`` per task (or a matrix ``(n_runs, n_tasks)`` when run count
 """
 
 from rlaudit.stats.bootstrap import (
+    CI_METHODS,
     DEFAULT_REPS,
     INTERVAL_METHODS,
+    expand_runs,
     interval,
     interval_estimates,
     jackknife,
+    joint_replicates,
+    method_replicates,
     replicates,
     rng_for,
 )
@@ -40,9 +44,10 @@ from rlaudit.stats.profiles import (
 from rlaudit.stats.ranks import rank_probabilities
 
 __all__ = [
-    "ATARI_REFERENCE", "DEFAULT_POI_REPS", "DEFAULT_PROFILE_REPS", "DEFAULT_REPS", "HIGHER_IS_BETTER",
+    "ATARI_REFERENCE", "CI_METHODS", "DEFAULT_POI_REPS", "DEFAULT_PROFILE_REPS", "DEFAULT_REPS", "HIGHER_IS_BETTER",
     "INTERVAL_METHODS", "METRICS", "METRIC_LABELS", "Normalization", "aggregate", "aggregate_all", "as_score_set",
-    "canonical_game", "default_taus", "interval", "interval_estimates", "jackknife", "normalize",
+    "canonical_game", "default_taus", "expand_runs", "interval", "interval_estimates", "jackknife",
+    "joint_replicates", "method_replicates", "normalize",
     "parse_normalization", "performance_profile", "poi_replicates", "probability_of_improvement",
     "profile_bands", "profile_replicates", "rank_probabilities", "replicates", "rng_for", "task_probabilities",
 ]

@@ -26,10 +26,12 @@ is, plus the ``(reps, n_metrics)`` result.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy.special import ndtr, ndtri
+from scipy.stats import norm, t as student_t
 
 from rlaudit.stats.metrics import METRICS, TRIM, aggregate, as_score_set, check_metric
 
@@ -40,6 +42,11 @@ DEFAULT_REPS = 50_000
 """rliable's default number of bootstrap replicates for aggregate metrics."""
 
 INTERVAL_METHODS: tuple[str, ...] = ("percentile", "bca")
+"""Interval rules of :func:`interval` (applied to replicates of the original or the expanded runs)."""
+
+CI_METHODS: tuple[str, ...] = ("expanded", "percentile", "bca")
+"""Bootstrap schemes of an audit: ``expanded`` (default; percentile intervals of the expanded bootstrap,
+see :func:`expand_runs`), ``percentile`` (rliable's scheme, exact parity) and ``bca``."""
 
 
 # ------------------------------------------------------------------------------------------ RNG streams
@@ -184,6 +191,181 @@ def replicates(score_set, metrics: Sequence[str], reps: int, rng: np.random.Gene
     return out
 
 
+def joint_replicates(score_sets: Sequence, metrics: Sequence[str], reps: int, rng: np.random.Generator,
+                     gamma: float = 1.0, batch: int | None = None) -> np.ndarray:
+    """Stratified-bootstrap replicates of several score sets that share their runs (paired budgets).
+
+    The same runs read at several budgets (nested regimes, published curves) are resampled *jointly*: one
+    matrix of run multiplicities per replicate, applied to every score set, so replicate ``r`` of budget 1
+    and of budget 2 hold the same runs and differences between budgets keep the run-to-run correlation.
+    With one score set this is :func:`replicates` (same draws, bit for bit).
+
+    Args:
+        score_sets: ``n_sets`` score sets with identical layout (task ``m`` has the same ``n_runs_m`` runs in
+            every set, in the same run order), each one array of shape ``(n_runs_m,)`` per task.
+        metrics: names from :data:`~rlaudit.stats.metrics.METRICS`.
+        reps: number of bootstrap replicates.
+        rng: the generator to draw from; advanced by ``reps * n_scores`` doubles whatever ``n_sets`` is.
+        gamma: optimality-gap threshold.
+        batch: replicates per batch (memory bound); the result does not depend on it.
+
+    Returns:
+        Array of shape ``(n_sets, reps, len(metrics))``.
+    """
+    metrics = [check_metric(m) for m in metrics]
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    layouts = [_Layout(as_score_set(s)) for s in score_sets]
+    if not layouts:
+        raise ValueError("no score sets")
+    first = layouts[0]
+    for lay in layouts[1:]:
+        if not np.array_equal(lay.n_runs, first.n_runs):
+            raise ValueError("joint replicates need the same number of runs per task in every score set")
+    batch = default_batch(first.n_scores) if batch is None else int(batch)
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    out = np.empty((len(layouts), reps, len(metrics)))
+    for start in range(0, reps, batch):
+        n = min(batch, reps - start)
+        counts = first.draw_counts(n, rng)
+        for i, lay in enumerate(layouts):
+            out[i, start:start + n] = lay.metrics(counts, metrics, gamma)
+    return out
+
+
+def expand_runs(score_set) -> list[np.ndarray]:
+    """Each task's runs spread about their mean by ``sqrt(n_m / (n_m - 1))`` (the expanded bootstrap).
+
+    Resampling ``n_m`` runs with replacement gives a task mean whose bootstrap variance is ``(n_m - 1) / n_m``
+    of the unbiased estimate ``s_m^2 / n_m``: intervals 18 % too narrow at 3 runs, 11 % at 5. Resampling the
+    expanded runs removes that factor (Hesterberg 2015, "What teachers should know about the bootstrap",
+    section 3.2). Tasks with a single run are left as they are.
+
+    Args:
+        score_set: one array of shape ``(n_runs_m,)`` per task, or a matrix ``(n_runs, n_tasks)``.
+
+    Returns:
+        One array of shape ``(n_runs_m,)`` per task.
+    """
+    out = []
+    for x in as_score_set(score_set):
+        if x.size < 2:
+            out.append(x.copy())
+            continue
+        mean = x.mean()
+        out.append(mean + np.sqrt(x.size / (x.size - 1.0)) * (x - mean))
+    return out
+
+
+def variance_contributions(metric: str, score_set, gamma: float = 1.0) -> np.ndarray:
+    """Each task's contribution to the variance of ``metric``'s estimate (delta method, unbiased per task).
+
+    ``mean`` / ``og``: ``s_m^2 / (n_m T^2)`` with ``s_m^2`` the sample variance of task ``m``'s (clipped at
+    ``gamma`` for ``og``) scores. ``median`` (an approximation: the median of task means moves only with the
+    tasks near it): the same for the tasks whose mean lies between the quartiles of the task means, 0 for
+    the others. ``iqm``: the trimmed mean's influence
+    function is the score winsorised at the trimming points divided by the kept fraction, so the
+    contribution is ``n_m w_m^2 / (n_scores kept)^2`` with ``w_m^2`` the sample variance of task ``m``'s
+    winsorised scores. Tasks with one run contribute 0. They set the effective degrees of freedom of the
+    expanded scheme (:func:`effective_df`).
+
+    Args:
+        metric: one of :data:`~rlaudit.stats.metrics.METRICS`.
+        score_set: one array of shape ``(n_runs_m,)`` per task.
+        gamma: optimality-gap threshold.
+
+    Returns:
+        Array of shape ``(n_tasks,)``.
+    """
+    arrays = as_score_set(score_set)
+    n_tasks = len(arrays)
+    out = np.zeros(n_tasks)
+    if metric == "iqm":
+        pooled = np.sort(np.concatenate(arrays))
+        n = pooled.size
+        k = int(TRIM * n)
+        lo, hi = pooled[k], pooled[n - k - 1]
+        for m, x in enumerate(arrays):
+            if x.size > 1:
+                out[m] = x.size * np.var(np.clip(x, lo, hi), ddof=1) / float(n - 2 * k) ** 2
+        return out
+    middle = np.ones(n_tasks, dtype=bool)
+    if metric == "median":
+        means = np.array([x.mean() for x in arrays])
+        q1, q3 = np.quantile(means, (0.25, 0.75))
+        middle = (means >= q1) & (means <= q3)
+    for m, x in enumerate(arrays):
+        if x.size > 1 and middle[m]:
+            v = np.minimum(x, gamma) if metric == "og" else x
+            out[m] = np.var(v, ddof=1) / (x.size * n_tasks ** 2)
+    return out
+
+
+def effective_df(contributions: np.ndarray, dfs: np.ndarray) -> float:
+    """Welch-Satterthwaite degrees of freedom ``(sum v)^2 / sum(v^2 / df)`` of a sum of independent variance
+    estimates ``v`` (shape ``(n,)``) with ``dfs`` degrees of freedom each; ``inf`` when nothing varies."""
+    v = np.asarray(contributions, dtype=np.float64)
+    d = np.asarray(dfs, dtype=np.float64)
+    keep = (v > 0) & (d > 0)
+    if not keep.any():
+        return math.inf
+    den = np.sum(v[keep] ** 2 / d[keep])
+    return float(np.sum(v[keep]) ** 2 / den) if den > 0 else math.inf
+
+
+def t_corrected_p(p, df: float):
+    """A two-sided normal-theory p-value read on Student's t with ``df`` degrees of freedom instead:
+    ``2 P(T_df > Phi^-1(1 - p / 2))`` (identity for ``df = inf``). Monotone in ``p``; never smaller."""
+    p = np.asarray(p, dtype=np.float64)
+    if not math.isfinite(df):
+        return p
+    return np.minimum(1.0, 2.0 * student_t.sf(norm.isf(p / 2.0), df))
+
+
+def normal_level(level, df: float):
+    """Inverse of :func:`t_corrected_p`: the two-sided normal-theory level whose t-corrected value is
+    ``level`` (``2 Phi(-t_df^-1(1 - level / 2))``); identity for ``df = inf``."""
+    level = np.asarray(level, dtype=np.float64)
+    if not math.isfinite(df):
+        return level
+    return 2.0 * norm.sf(student_t.isf(level / 2.0, df))
+
+
+def method_replicates(score_sets: Sequence, metrics: Sequence[str], reps: int, rng: np.random.Generator,
+                      gamma: float = 1.0, method: str = "expanded") -> tuple[np.ndarray, np.ndarray]:
+    """Point estimates and the replicates behind intervals and decisions for a bootstrap scheme.
+
+    ``expanded``: replicates of the expanded runs (:func:`expand_runs`), shifted so that they are centred
+    like those of the original runs (expanding moves the IQM and median slightly; the shift is
+    ``point - metric(expanded runs)``). ``percentile`` and ``bca``: replicates of the original runs (rliable).
+    The random draws are those of :func:`joint_replicates` for every method.
+
+    Args:
+        score_sets: ``n_sets`` score sets sharing their runs (see :func:`joint_replicates`); one set for
+            a single budget.
+        metrics: names from :data:`~rlaudit.stats.metrics.METRICS`.
+        reps: number of bootstrap replicates.
+        rng: the generator to draw from.
+        gamma: optimality-gap threshold.
+        method: one of :data:`CI_METHODS`.
+
+    Returns:
+        ``(points, values)``: shapes ``(n_sets, n_metrics)`` and ``(n_sets, reps, n_metrics)``.
+    """
+    if method not in CI_METHODS:
+        raise ValueError(f"unknown bootstrap method {method!r}; expected one of {', '.join(CI_METHODS)}")
+    sets = [as_score_set(s) for s in score_sets]
+    points = np.array([[aggregate(m, s, gamma) for m in metrics] for s in sets]).reshape(len(sets), len(metrics))
+    if method != "expanded":
+        return points, joint_replicates(sets, metrics, reps, rng, gamma)
+    expanded = [expand_runs(s) for s in sets]
+    values = joint_replicates(expanded, metrics, reps, rng, gamma)
+    centre = np.array([[aggregate(m, s, gamma) for m in metrics] for s in expanded]).reshape(points.shape)
+    values += (points - centre)[:, None, :]
+    return points, values
+
+
 def jackknife(metric: str, score_set, gamma: float = 1.0) -> list[np.ndarray]:
     """Leave-one-run-out values of ``metric``, one array per task (for BCa's acceleration).
 
@@ -322,7 +504,7 @@ def interval_estimates(score_sets: Mapping[str, Sequence[np.ndarray]], metrics: 
         reps: bootstrap replicates.
         seed: non-negative integer seed.
         confidence: interval coverage.
-        method: ``"percentile"`` or ``"bca"``.
+        method: a scheme of :data:`CI_METHODS`; ``"percentile"`` is rliable's.
         gamma: optimality-gap threshold.
         keys: extra stream keys (e.g. the budget) so that different cells of one audit draw independently.
 
@@ -333,11 +515,30 @@ def interval_estimates(score_sets: Mapping[str, Sequence[np.ndarray]], metrics: 
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
     for algorithm, score_set in score_sets.items():
         arrays = as_score_set(score_set)
-        values = replicates(arrays, metrics, reps, rng_for(seed, "aggregate", *keys, algorithm), gamma)
+        points, values = method_replicates([arrays], metrics, reps, rng_for(seed, "aggregate", *keys, algorithm),
+                                           gamma, method)
         out[algorithm] = {}
         for j, metric in enumerate(metrics):
-            point = aggregate(metric, arrays, gamma)
-            jk = jackknife(metric, arrays, gamma) if method == "bca" else None
-            lo, hi = interval(point, values[:, j], confidence, method, jk)
-            out[algorithm][metric] = (point, lo, hi)
+            out[algorithm][metric] = (float(points[0, j]),
+                                      *scheme_interval(metric, arrays, points[0, j], values[0, :, j], confidence,
+                                                       method, gamma))
     return out
+
+
+def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, confidence: float, method: str,
+                    gamma: float = 1.0) -> tuple[float, float]:
+    """Interval of one metric under a bootstrap scheme of :data:`CI_METHODS` from its replicates
+    (``values``, shape ``(reps,)``, from :func:`method_replicates`).
+
+    ``bca``: BCa. ``percentile``: rliable's percentile interval. ``expanded``: the percentile interval of the
+    expanded replicates at the level whose t-corrected value is ``1 - confidence`` (Hesterberg's expanded
+    percentile interval, with the Welch-Satterthwaite degrees of freedom of the per-task variances,
+    :func:`effective_df`, in place of ``n - 1``).
+    """
+    if method == "bca":
+        return interval(point, values, confidence, "bca", jackknife(metric, score_set, gamma))
+    if method == "expanded":
+        arrays = as_score_set(score_set)
+        df = effective_df(variance_contributions(metric, arrays, gamma), [a.size - 1 for a in arrays])
+        confidence = 1.0 - float(normal_level(1.0 - confidence, df))
+    return interval(point, values, confidence, "percentile")

@@ -1,0 +1,507 @@
+"""The steps of an audit, in the order :func:`rlaudit.audit.run_audit` runs them.
+
+1. :func:`select` — normalise, pick the audited budgets and common tasks, build the score sets and say
+   which algorithms have paired budgets (the same run ids at every budget).
+2. :func:`bootstrap_aggregates` — one replicate matrix per (algorithm, budget) under the audit's bootstrap
+   scheme (drawn jointly across budgets for paired algorithms); aggregate intervals; rank distributions.
+3. :func:`decide_family` — per metric, one error-controlled family of orderings (pairs x budgets) and
+   changes (pairs x each budget vs the last).
+4. :func:`pairwise_details` — probability of improvement and runs needed for the deciding metric.
+5. :func:`profiles_and_tasks` — performance profiles and per-task intervals (descriptive).
+6. :func:`assemble` — inversions, crossovers, metric sensitivity, claims, checklist, ``AuditResult``.
+
+Every step is pure (no files); random streams are keyed by what they describe (:func:`~rlaudit.stats.
+bootstrap.rng_for`), so the numbers do not depend on the order of the steps or on other algorithms.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from rlaudit import __version__
+from rlaudit.audit.checklist import (check_budgets, check_eval_protocol, check_normalization, check_runs,
+                                     check_score_kind, check_tasks)
+from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
+from rlaudit.audit.inversions import find_crossovers, find_inversions, metric_sensitivity
+from rlaudit.audit.orderings import (control_family, correction_description, decision_label, interval_at,
+                                     null_tails, opposite, p_from_tail, point_decision, tail_counts)
+from rlaudit.audit.result import AuditResult
+from rlaudit.audit.runs_needed import method_description, runs_needed, runs_needed_range
+from rlaudit.audit.settings import AuditSettings
+from rlaudit.errors import InputError
+from rlaudit.scores import ScoreTable
+from rlaudit.stats import bootstrap, improvement, profiles, ranks
+from rlaudit.stats import metrics as stats_metrics
+
+
+class Progress:
+    """Progress sink for long audits; the CLI passes a rich-backed subclass. The default does nothing."""
+
+    def start(self, stage: str, total: int) -> None:
+        """A stage with ``total`` steps begins."""
+
+    def advance(self, n: int = 1) -> None:
+        """``n`` steps of the current stage are done."""
+
+    def done(self) -> None:
+        """The current stage is finished."""
+
+
+# ------------------------------------------------------------------------------------------ 1. select
+
+@dataclass
+class Selection:
+    """What is audited, after normalisation and selection."""
+
+    table: ScoreTable
+    """The normalised table."""
+    norm_label: str
+    """Normalisation written to ``audit.json``."""
+    algorithms: list[str]
+    budgets: list[int]
+    """Audited budgets, ascending."""
+    tasks: list[str]
+    """Tasks every algorithm has at every audited budget."""
+    audited: pd.DataFrame
+    """Tidy rows actually audited (normalised scores)."""
+    sets: dict[tuple[str, int], list[np.ndarray]]
+    """``(algorithm, budget)`` -> score set (one array of shape ``(n_runs_m,)`` per task, runs by run id)."""
+    raw_sets: dict[tuple[str, int], list[np.ndarray]]
+    """The same cells before normalisation (per-task intervals are in raw scores)."""
+    paired: dict[str, bool]
+    """Per algorithm: the same run ids at every audited budget (runs resampled jointly across budgets)."""
+    findings: list = field(default_factory=list)
+    """Checklist findings about what was left out."""
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every pair of algorithms, in table order."""
+        return list(itertools.combinations(self.algorithms, 2))
+
+    @property
+    def n_tests(self) -> int:
+        """Members of one metric's family: orderings (pairs x budgets) and changes (pairs x earlier budgets)."""
+        n_pairs = len(self.pairs)
+        return n_pairs * len(self.budgets) + n_pairs * max(len(self.budgets) - 1, 0)
+
+
+def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], where: str) -> Selection:
+    """Normalise ``table``, choose budgets and tasks and build the score sets.
+
+    Raises:
+        InputError: a requested budget some algorithm lacks, no shared budget or task, a task with a single
+            run, a claim naming an unknown algorithm or budget, a task without reference scores.
+    """
+    raw = table
+    table, norm_label = _normalize(table, settings.normalization)
+    budgets, tasks, findings = _budgets_and_tasks(table, settings, where)
+    check_claims(claims, table.algorithms, budgets, table.meta.budget_unit)
+    keep = table.frame["budget"].isin(budgets) & table.frame["task"].isin(tasks)
+    audited = table.frame[keep]
+    _check_runs(audited, where)
+    sets, run_ids = _score_sets(audited, table.algorithms, budgets, tasks)
+    raw_sets, _ = _score_sets(raw.frame[raw.frame["budget"].isin(budgets) & raw.frame["task"].isin(tasks)],
+                              table.algorithms, budgets, tasks)
+    paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
+    return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
+                     findings)
+
+
+def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str]:
+    """Apply the normalisation ``spec``; return the table and the label written to ``audit.json``."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "none"):
+        return table, table.meta.normalized or "none"
+    from rlaudit.stats.normalize import normalize, parse_normalization
+
+    norm = spec if hasattr(spec, "method") and hasattr(spec, "label") else parse_normalization(spec, "--normalize")
+    if getattr(norm, "method", None) == "none":
+        return table, table.meta.normalized or "none"
+    out = normalize(table, norm)
+    return out, out.meta.normalized or norm.label
+
+
+def _budgets_and_tasks(table: ScoreTable, settings: AuditSettings, where: str) -> tuple[list[int], list[str], list]:
+    """Audited budgets, common tasks and the checklist findings about what was left out."""
+    frame = table.frame
+    algorithms = table.algorithms
+    budgets_by_alg = {a: set(int(b) for b in g["budget"].unique()) for a, g in frame.groupby("algorithm", sort=False)}
+    unit = table.meta.budget_unit
+    flag = settings.where("budgets")
+    if settings.budgets:
+        present = set().union(*budgets_by_alg.values())
+        for b in settings.budgets:
+            if b not in present:
+                raise InputError(f"{flag}: budget {b} is not in {where} (budgets present, in {unit}: "
+                                 f"{', '.join(str(x) for x in sorted(present))})")
+            lacking = [a for a in algorithms if b not in budgets_by_alg[a]]
+            if lacking:
+                raise InputError(f"{flag}: budget {b} is missing for {', '.join(lacking)} in {where} "
+                                 f"(it has budgets {', '.join(str(x) for x in sorted(budgets_by_alg[lacking[0]]))})")
+        budgets = sorted(set(settings.budgets))
+    else:
+        budgets = sorted(set.intersection(*budgets_by_alg.values()))
+        if not budgets:
+            desc = "; ".join(f"{a}: {', '.join(str(b) for b in sorted(bs))}" for a, bs in budgets_by_alg.items())
+            raise InputError(f"{where}: no budget is shared by all algorithms ({desc}); pick algorithms or "
+                             f"budgets that overlap")
+    sub = frame[frame["budget"].isin(budgets)]
+    cells = {k: set(g) for k, g in sub.groupby(["algorithm", "budget"], sort=False)["task"]}
+    tasks_by_alg = {a: set.intersection(*[cells.get((a, b), set()) for b in budgets]) for a in algorithms}
+    common = sorted(set.intersection(*tasks_by_alg.values()))
+    if not common:
+        raise InputError(f"{where}: no task is present for every algorithm at every audited budget")
+    all_tasks = {a: set(g) for a, g in sub.groupby("algorithm", sort=False)["task"]}
+    findings = check_tasks(all_tasks, common)
+    findings += check_budgets(budgets_by_alg, budgets, unit)
+    return budgets, common, findings
+
+
+def _check_runs(frame: pd.DataFrame, where: str) -> None:
+    counts = frame.groupby(["algorithm", "task", "budget"]).size()
+    single = counts[counts < 2]
+    if len(single):
+        cells = [f"{a}/{t}/budget {b}" for (a, t, b) in single.index[:3]]
+        more = f" and {len(single) - 3} more" if len(single) > 3 else ""
+        raise InputError(f"{where}: a single run for {', '.join(cells)}{more}; the stratified bootstrap needs at "
+                         f"least 2 runs per task (drop the task or add runs)")
+
+
+def _score_sets(frame: pd.DataFrame, algorithms, budgets, tasks) -> tuple[dict, dict]:
+    """``(algorithm, budget)`` -> score set ordered by task then run id, and -> the ``(task, run)`` ids."""
+    frame = frame.sort_values(["algorithm", "budget", "task", "run"], kind="stable")
+    cells = {(a, int(b), t): g for (a, b, t), g in frame.groupby(["algorithm", "budget", "task"], sort=False)}
+    sets, ids = {}, {}
+    for a in algorithms:
+        for b in budgets:
+            groups = [cells[(a, b, t)] for t in tasks]
+            sets[(a, b)] = [g["score"].to_numpy(dtype=np.float64) for g in groups]
+            ids[(a, b)] = [tuple(g["run"].tolist()) for g in groups]
+    return sets, ids
+
+
+# -------------------------------------------------------------------------------- 2. bootstrap aggregates
+
+@dataclass
+class Replicates:
+    """Point estimates and the replicates behind every interval and decision of the aggregate metrics."""
+
+    metrics: list[str]
+    reps: int
+    points: dict[tuple[str, int], np.ndarray]
+    """``(algorithm, budget)`` -> point estimates, shape ``(n_metrics,)``."""
+    values: dict[tuple[str, int], np.ndarray]
+    """``(algorithm, budget)`` -> replicates, shape ``(reps, n_metrics)`` (same replicate index across
+    algorithms and budgets: joint draws for paired budgets, independent streams otherwise)."""
+    df_parts: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """``(algorithm, budget)`` -> per-task variance contributions ``(n_metrics, n_tasks)`` and their degrees of
+    freedom ``(n_tasks,)`` (:func:`~rlaudit.stats.bootstrap.variance_contributions`), for the expanded scheme."""
+    aggregates: list[dict] = field(default_factory=list)
+    """``audit.json`` ``aggregates`` rows."""
+
+    def df(self, cells: Sequence[tuple[str, int]], j: int) -> float:
+        """Effective degrees of freedom of a statistic built from ``cells`` (Welch-Satterthwaite over every
+        task of every cell, as if independent); ``inf`` unless the scheme is ``expanded``."""
+        if not self.df_parts:
+            return float("inf")
+        v = np.concatenate([self.df_parts[c][0][j] for c in cells])
+        d = np.concatenate([self.df_parts[c][1] for c in cells])
+        return bootstrap.effective_df(v, d)
+
+
+def bootstrap_aggregates(sel: Selection, settings: AuditSettings, metrics: Sequence[str], reps: int,
+                         progress: Progress) -> Replicates:
+    """Replicates of every metric for every (algorithm, budget) under the settings' scheme, and intervals.
+
+    A paired algorithm draws one resampling of runs per replicate from ``rng_for(seed, "aggregate", a)`` and
+    reads it at every budget; otherwise each budget draws from ``rng_for(seed, "aggregate", b, a)``.
+    """
+    metrics = list(metrics)
+    out = Replicates(metrics, reps, {}, {})
+    progress.start("bootstrap aggregates", len(sel.algorithms))
+    for a in sel.algorithms:
+        if sel.paired[a]:
+            groups = [(bootstrap.rng_for(settings.seed, "aggregate", a), sel.budgets)]
+        else:
+            groups = [(bootstrap.rng_for(settings.seed, "aggregate", b, a), [b]) for b in sel.budgets]
+        for rng, budgets in groups:
+            points, values = bootstrap.method_replicates([sel.sets[(a, b)] for b in budgets], metrics, reps, rng,
+                                                         settings.gamma, settings.scheme)
+            for i, b in enumerate(budgets):
+                out.points[(a, b)], out.values[(a, b)] = points[i], values[i]
+        progress.advance()
+    progress.done()
+    if settings.scheme == "expanded":
+        for key, score_set in sel.sets.items():
+            out.df_parts[key] = (np.array([bootstrap.variance_contributions(m, score_set, settings.gamma)
+                                           for m in metrics]), np.array([x.size - 1 for x in score_set]))
+    for b in sel.budgets:
+        for a in sel.algorithms:
+            for j, m in enumerate(metrics):
+                point = float(out.points[(a, b)][j])
+                lo, hi = bootstrap.scheme_interval(m, sel.sets[(a, b)], point, out.values[(a, b)][:, j],
+                                                   settings.confidence, settings.scheme, settings.gamma)
+                out.aggregates.append({"budget": b, "algorithm": a, "metric": m, "point": point, "lo": lo, "hi": hi})
+    return out
+
+
+def rank_distribution(sel: Selection, boot: Replicates, metric: str) -> list[dict]:
+    """``audit.json`` ``rank_distribution`` rows of ``metric`` at every budget."""
+    j = boot.metrics.index(metric)
+    rows = []
+    for b in sel.budgets:
+        values = np.column_stack([boot.values[(a, b)][:, j] for a in sel.algorithms])
+        probs = ranks.rank_probabilities(values, stats_metrics.HIGHER_IS_BETTER[metric])
+        rows += [{"budget": b, "algorithm": a, "metric": metric, "probs": [float(p) for p in probs[i]]}
+                 for i, a in enumerate(sel.algorithms)]
+    return rows
+
+
+# -------------------------------------------------------------------------------------- 3. test family
+
+@dataclass
+class Family:
+    """One metric's error-controlled tests."""
+
+    orderings: dict[tuple[int, str, str], dict]
+    """``(budget, a, b)`` -> ordering row (``audit.json`` keys plus ``direction``)."""
+    changes: list[dict]
+    """``audit.json`` ``changes`` rows (each budget vs the last, every pair)."""
+
+
+def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, metric: str) -> Family:
+    """Decide every ordering and change of ``metric`` with family-wise error rate ``settings.alpha``.
+
+    Orderings: ``D = metric(a) - metric(b)`` at each budget. Changes: ``D = gap(last) - gap(budget)`` for
+    every earlier budget, where ``gap = metric(a) - metric(b)``; with paired budgets both gaps come from
+    the same resampled runs.
+    """
+    j = boot.metrics.index(metric)
+    hib = stats_metrics.HIGHER_IS_BETTER[metric]
+    values, points = boot.values, boot.points
+    last = sel.budgets[-1]
+    members = [("order", b, a1, a2) for b in sel.budgets for a1, a2 in sel.pairs]
+    members += [("change", b, a1, a2) for a1, a2 in sel.pairs for b in sel.budgets[:-1]]
+
+    def gap(b: int, a1: str, a2: str) -> tuple[float, np.ndarray]:
+        return (float(points[(a1, b)][j] - points[(a2, b)][j]), values[(a1, b)][:, j] - values[(a2, b)][:, j])
+
+    def statistic(i: int) -> tuple[float, np.ndarray]:
+        kind, b, a1, a2 = members[i]
+        point, d = gap(b, a1, a2)
+        if kind == "order":
+            return point, d
+        point_last, d_last = gap(last, a1, a2)
+        return point_last - point, d_last - d
+
+    def cells(i: int) -> list[tuple[str, int]]:
+        kind, b, a1, a2 = members[i]
+        return [(a1, b), (a2, b)] + ([(a1, last), (a2, last)] if kind == "change" else [])
+
+    # Expanded scheme: the bootstrap p-value is read on Student's t with the statistic's effective degrees of
+    # freedom (few runs per task, or a few tasks dominating the variance, make the bootstrap's normal-like
+    # tails too thin); the joint bootstrap still supplies the dependence between tests (max-T).
+    dfs = [boot.df(cells(i), j) for i in range(len(members))]
+    raw_p = [p_from_tail(min(tail_counts(statistic(i)[1])), boot.reps) for i in range(len(members))]
+    p_values = [float(bootstrap.t_corrected_p(p, df)) for p, df in zip(raw_p, dfs)]
+    fam = control_family(p_values, boot.reps, settings.alpha, settings.correction,
+                         null_column=lambda i: null_tails(statistic(i)[1]),
+                         raw_level=lambda i, c: float(bootstrap.normal_level(c, dfs[i])))
+    orderings, changes = {}, []
+    for i, (kind, b, a1, a2) in enumerate(members):
+        point, d = statistic(i)
+        lo, hi = interval_at(d, int(fam.tail_limits[i]))
+        row = {"a": a1, "b": a2, "metric": metric, "diff_point": point, "diff_lo": lo, "diff_hi": hi,
+               "diff_se": float(np.std(d, ddof=1)), "ci_level": 1.0 - float(fam.levels[i]),
+               "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i])}
+        if kind == "order":
+            orderings[(b, a1, a2)] = {"budget": b, **row, "decision": decision_label(bool(fam.decided[i]), lo, hi, hib),
+                                      "direction": point_decision(point, hib)}
+        else:
+            changes.append({"budget_low": b, "budget_high": last, **row,
+                            "decision": "changed" if fam.decided[i] else "inconclusive"})
+    return Family(orderings, changes)
+
+
+# --------------------------------------------------------------------------------- 4. pairwise details
+
+ORDERING_KEYS = ("budget", "a", "b", "metric", "decision", "diff_point", "diff_lo", "diff_hi", "diff_se", "ci_level",
+                 "p_value", "p_adjusted")
+
+
+def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, progress: Progress) -> list[dict]:
+    """``audit.json`` ``orderings`` of the deciding metric: decisions plus probability of improvement and,
+    for inconclusive orderings, runs needed (at ``min_effect`` or the observed difference, and a range)."""
+    m_family = max(sel.n_tests, 1)
+    out = []
+    progress.start("probability of improvement", len(family.orderings))
+    for (b, a1, a2), row in family.orderings.items():
+        x, y = sel.sets[(a1, b)], sel.sets[(a2, b)]
+        poi = improvement.probability_of_improvement(x, y)
+        poi_reps = improvement.poi_replicates(x, y, settings.reps_pairwise,
+                                              bootstrap.rng_for(settings.seed, "poi", b, a1, a2))
+        poi_lo, poi_hi = bootstrap.interval(poi, poi_reps, settings.confidence, "percentile")
+        needed, capped, fewest, most = None, False, None, None
+        if row["decision"] == "inconclusive":
+            n_runs = max(int(max(len(t) for t in x)), int(max(len(t) for t in y)))
+            args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap)
+            effect = settings.min_effect if settings.min_effect is not None else row["diff_point"]
+            needed, capped = runs_needed(effect, *args)
+            fewest, most = runs_needed_range(row["diff_lo"], row["diff_hi"], *args)
+        out.append({k: row[k] for k in ORDERING_KEYS}
+                   | {"p_improvement": poi, "p_improvement_lo": poi_lo, "p_improvement_hi": poi_hi,
+                      "runs_needed": needed, "runs_needed_capped": capped, "runs_needed_range": (
+                          None if needed is None else [fewest, most])})
+        progress.advance()
+    progress.done()
+    return out
+
+
+# ------------------------------------------------------------------------------ 5. profiles and tasks
+
+def profiles_and_tasks(sel: Selection, settings: AuditSettings, progress: Progress) -> tuple[list[dict], list[dict]]:
+    """Performance profiles with bands (normalised scores) and per-task mean intervals (raw scores)."""
+    profile_rows, per_task = [], []
+    seed = settings.seed
+    progress.start("profiles and per-task intervals", len(sel.budgets) * len(sel.algorithms))
+    for b in sel.budgets:
+        taus = profiles.default_taus(np.concatenate([np.concatenate(sel.sets[(a, b)]) for a in sel.algorithms]))
+        for a in sel.algorithms:
+            point, lo, hi = profiles.profile_bands(sel.sets[(a, b)], taus, settings.reps_pairwise,
+                                                   bootstrap.rng_for(seed, "profile", b, a), settings.confidence)
+            profile_rows.append({"budget": b, "algorithm": a, "taus": _floats(taus), "fraction": _floats(point),
+                                 "lo": _floats(lo), "hi": _floats(hi)})
+            for t, scores in zip(sel.tasks, sel.raw_sets[(a, b)]):
+                values = bootstrap.replicates([scores], ["mean"], settings.reps_pairwise,
+                                              bootstrap.rng_for(seed, "task", b, a, t))[:, 0]
+                mean = float(np.mean(scores))
+                lo_t, hi_t = bootstrap.interval(mean, values, settings.confidence, "percentile")
+                per_task.append({"budget": b, "algorithm": a, "task": t, "n_runs": int(scores.size),
+                                 "mean": mean, "lo": lo_t, "hi": hi_t})
+            progress.advance()
+    progress.done()
+    return profile_rows, per_task
+
+
+# ------------------------------------------------------------------------------------------ 6. assemble
+
+def budget_findings(sel: Selection, families: dict[str, Family], metric: str) -> tuple[list, list, list]:
+    """``inversions``, ``crossovers`` and ``metric_sensitivity`` entries from the families' decisions."""
+    rows = families[metric].orderings
+
+    def decisions_of(m: str) -> dict[tuple[str, str], list[str]]:
+        return {(a1, a2): [families[m].orderings[(b, a1, a2)]["decision"] for b in sel.budgets]
+                for a1, a2 in sel.pairs}
+
+    directions = {(a1, a2): [rows[(b, a1, a2)]["direction"] for b in sel.budgets] for a1, a2 in sel.pairs}
+    changed = {(c["a"], c["b"], c["budget_low"], c["budget_high"]): c["decision"] == "changed"
+               for c in families[metric].changes}
+    inversions = find_inversions(sel.budgets, decisions_of(metric), directions, metric, changed)
+    crossovers = find_crossovers(sel.budgets, decisions_of(metric), metric)
+    sensitivity = metric_sensitivity(sel.budgets, {m: decisions_of(m) for m in families})
+    return inversions, crossovers, sensitivity
+
+
+def claim_verdicts(sel: Selection, families: dict[str, Family], claims: Sequence[Claim], metric: str) -> list[dict]:
+    """``audit.json`` ``claims`` entries from the error-controlled orderings."""
+    def lookup(budget: int, better: str, worse: str, m: str) -> dict:
+        row = families[m].orderings.get((budget, better, worse))
+        if row is not None:
+            return row
+        row = families[m].orderings[(budget, worse, better)]
+        return {"decision": opposite(row["decision"]), "diff_point": -row["diff_point"],
+                "diff_lo": -row["diff_hi"], "diff_hi": -row["diff_lo"]}
+
+    return [evaluate_claim(c, sel.budgets, metric, lookup) for c in claims]
+
+
+def checklist(sel: Selection) -> list[dict]:
+    """Checklist findings on the audited data."""
+    findings = list(sel.findings)
+    findings += check_runs(sel.audited)
+    findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
+    findings += check_eval_protocol(sel.audited)
+    findings += check_normalization(len(sel.tasks), sel.norm_label)
+    return [f.to_dict() for f in findings]
+
+
+def data_doc(sel: Selection, source) -> dict:
+    """``audit.json`` ``data``: what was audited."""
+    audited, table = sel.audited, sel.table
+    design = audited.groupby(["algorithm", "task", "budget"], sort=False).size().reset_index(name="n_runs")
+    score_kind = sorted(set(audited["score_kind"])) if "score_kind" in audited.columns else [table.meta.score_kind]
+    return {
+        "algorithms": sel.algorithms, "tasks": sel.tasks, "budgets": sel.budgets,
+        "budget_unit": table.meta.budget_unit,
+        "budget_labels": [dict(x) for x in getattr(source, "budget_labels", ()) if x.get("budget") in sel.budgets],
+        "score_kind": score_kind[0] if len(score_kind) == 1 else "mixed",
+        "normalization": sel.norm_label,
+        "paired_budgets": [a for a in sel.algorithms if sel.paired[a]] if len(sel.budgets) > 1 else [],
+        "design": [{"algorithm": r.algorithm, "task": r.task, "budget": int(r.budget), "n_runs": int(r.n_runs)}
+                   for r in design.itertuples()],
+        "notes": list(table.meta.notes),
+    }
+
+
+def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str], reps: int) -> dict:
+    """``audit.json`` ``settings``: the settings as applied, with the error-control description."""
+    n_pairs, n_budgets = len(sel.pairs), len(sel.budgets)
+    m = max(sel.n_tests, 1)
+    return {
+        "metric": settings.metric, "metrics": list(metrics), "gamma": settings.gamma, "reps": reps,
+        "reps_pairwise": settings.reps_pairwise, "seed": settings.seed, "alpha": settings.alpha,
+        "confidence": settings.confidence, "interval_method": settings.scheme,
+        "correction": settings.correction,
+        "correction_description": correction_description(settings.correction, settings.alpha, n_pairs * n_budgets,
+                                                         n_pairs * max(n_budgets - 1, 0), settings.metric,
+                                                         all(sel.paired.values())),
+        "n_tests": m,
+        "runs_needed_method": method_description(settings.alpha, m, settings.power, settings.runs_needed_cap,
+                                                 settings.min_effect),
+        "runs_needed_cap": settings.runs_needed_cap, "power": settings.power, "min_effect": settings.min_effect,
+        "small_sample": settings.scheme == "expanded",
+        "budgets_requested": list(settings.budgets) if settings.budgets else None,
+        "normalization": sel.norm_label,
+    }
+
+
+def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families: dict[str, Family],
+             orderings: list[dict], profile_rows: list[dict], per_task: list[dict], claims: Sequence[Claim],
+             source) -> AuditResult:
+    """The :class:`AuditResult` from the steps' outputs."""
+    main = settings.metric
+    inversions, crossovers, sensitivity = budget_findings(sel, families, main)
+    return AuditResult(
+        rlaudit_version=__version__, created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        source=source_doc(source, sel.table), data=data_doc(sel, source),
+        settings=settings_doc(sel, settings, boot.metrics, boot.reps), budgets=sel.budgets,
+        aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
+        crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
+        profiles=profile_rows, per_task=per_task, claims=claim_verdicts(sel, families, claims, main),
+        checklist=checklist(sel))
+
+
+def _floats(a) -> list[float]:
+    return [float(x) for x in np.asarray(a).reshape(-1)]
+
+
+def where_of(table: ScoreTable, source) -> str:
+    """The input's name for error messages."""
+    if source is not None:
+        return str(getattr(source, "path", source))
+    return table.meta.source or "scores"
+
+
+def source_doc(source, table: ScoreTable) -> dict:
+    """``audit.json`` ``source``: ``{path, protocol, title, citation}``."""
+    if source is None:
+        return {"path": table.meta.source or None, "protocol": None, "title": None, "citation": None}
+    if isinstance(source, str):
+        return {"path": source, "protocol": None, "title": None, "citation": None}
+    return {"path": str(getattr(source, "path", "")) or None, "protocol": getattr(source, "protocol", None),
+            "title": getattr(source, "title", None), "citation": getattr(source, "citation", None)}
