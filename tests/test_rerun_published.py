@@ -221,12 +221,13 @@ def test_bad_rerun_options_are_one_line_exit_2_nothing_written(tmp_path, command
 
 
 def _fixture(tmp_path: Path, algorithm_for_qr: str = "QRDQN") -> Path:
-    """A tiny published comparison (tidy CSV, 2 games, 3 runs, budgets 10 and 20 frames) with a [rerun]
-    section mapping three of its four agents to existing built-ins on CartPole."""
+    """A tiny published comparison (tidy CSV, 2 games, 10 runs, budgets 10 and 20 frames) with a [rerun]
+    section mapping three of its four agents to existing built-ins on CartPole. Ten runs, not three: with
+    2 games x 3 runs the t-corrected family level lies beyond any replicate and nothing can be decided."""
     rows = ["# rlaudit.budget_unit: frames", "algorithm,task,run,budget,score"]
     for a, level in {"DQN": 1.0, "Double": 2.0, "QR": 3.0, "Adam": 2.5}.items():
         for t, k in (("Pong", 1.0), ("Breakout", 10.0)):
-            for r in range(3):
+            for r in range(10):
                 for b in (10, 20):
                     rows.append(f"{a},{t},{r},{b},{k * (level * b / 20 + 0.01 * r)}")
     csv = "\n".join(rows) + "\n"
@@ -309,7 +310,7 @@ def test_joined_audit_of_a_score_file_and_its_bad_input(tmp_path):
         for r in range(4):
             rows += [f"{a},CartPole-v1,{r},1000,{level + 0.01 * r}", f"{a},Acrobot-v1,{r},1000,{level + 0.02 * r}"]
     (tmp_path / "rerun.csv").write_text("\n".join(rows) + "\n")
-    base = ["audit", "rerun.csv", "--data", "data", "--reps", "300", "--reps-pairwise", "100"]
+    base = ["audit", "rerun.csv", "--data", "data", "--reps", "12000", "--reps-pairwise", "100"]
     result = _cli([*base, "--published", str(path), "--out", "a"], tmp_path)
     assert result.exit_code == 0, result.output
     pa = json.loads((tmp_path / "a" / "audit.json").read_text())["published_agreement"]
@@ -340,7 +341,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     again = _cli(run, tmp_path)  # resumable: an ordinary store of the generated rerun protocol
     assert again.exit_code == 0 and "0 done, 0 failed, 6 skipped" in again.output, again.output
 
-    fast = ["--reps", "300", "--reps-pairwise", "200", "--seed", "1"]
+    fast = ["--reps", "12000", "--reps-pairwise", "200", "--seed", "1"]
     # The store alone: its protocol records the published protocol it reruns.
     result = _cli(["audit", str(store), "--data", str(tmp_path / "data"), "--out", str(tmp_path / "a"), *fast],
                   tmp_path)

@@ -110,8 +110,8 @@ def test_store_on_a_read_only_mount_is_read_not_called_corrupted(tmp_path, pl, t
     remount(where, True)
     out = tmp_path / "out"
     for argv in (["status", str(store)], ["export", str(store), "-o", str(tmp_path / "scores.csv")],
-                 ["audit", str(store), "--out", str(out / "audit"), "--reps", "200"],
-                 ["report", str(store), "-o", str(out / "report"), "--reps", "200", "--format", "md,json"]):
+                 ["audit", str(store), "--out", str(out / "audit"), "--reps", "1200"],
+                 ["report", str(store), "-o", str(out / "report"), "--reps", "1200", "--format", "md,json"]):
         result = CliRunner().invoke(main, argv)
         assert result.exit_code == 0, (argv, result.output)
         assert "corrupted" not in result.output and "--new-store" not in result.output
@@ -538,7 +538,7 @@ def hostile_report(tmp_path_factory):
     scores = tmp / "s.csv"
     scores.write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp / "report"
-    result = CliRunner().invoke(main, ["report", str(scores), "-o", str(out), "--reps", "300"])
+    result = CliRunner().invoke(main, ["report", str(scores), "-o", str(out), "--reps", "12000"])
     assert result.exit_code == 0, result.output
     return out
 

@@ -183,6 +183,21 @@ def test_expanded_scheme_interval_wider_than_percentile_and_percentile_is_rliabl
     assert lo_e < lo_p and hi_e > hi_p
 
 
+def test_expanded_interval_unbounded_when_the_t_level_is_beyond_the_replicates():
+    """One task of two runs has 1 degree of freedom: the t-corrected 95 % level, 2 Phi(-12.7) ~ 6e-37, lies beyond
+    any replicate, so the interval is unbounded rather than an error (it used to raise 'confidence ... 1.0')."""
+    from rlaudit.stats.bootstrap import method_replicates, scheme_interval
+
+    s = [np.array([1.0, 2.0])]
+    pt, exp = method_replicates([s], ["mean"], 1000, rng_for(0, "u"), method="expanded")
+    assert scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded") == (-np.inf, np.inf)
+    # with more runs the same call gives a finite interval around the mean
+    s = [np.arange(12.0)]
+    pt, exp = method_replicates([s], ["mean"], 4000, rng_for(0, "u"), method="expanded")
+    lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
+    assert np.isfinite(lo) and np.isfinite(hi) and lo < 5.5 < hi
+
+
 def test_rng_streams_independent_of_other_algorithms():
     s = {"A": [np.arange(5.0), np.arange(3.0)], "B": [np.ones(4), np.arange(4.0)]}
     alone = interval_estimates({"A": s["A"]}, reps=500, seed=3)

@@ -126,7 +126,7 @@ class AuditResult:
 
     def to_json(self) -> str:
         """``audit.json`` text (indented, UTF-8 safe; a non-finite float, which JSON cannot hold, is ``null``)."""
-        return json.dumps(_finite(self.to_dict()), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        return document_json(self.to_dict())
 
     def write_json(self, path: str | os.PathLike) -> Path:
         """Write ``audit.json`` atomically (nothing is left behind on failure); return the path."""
@@ -152,6 +152,13 @@ class AuditResult:
             if o["budget"] == budget and {o["a"], o["b"]} == {a, b}:
                 return o
         return None
+
+
+def document_json(doc: dict) -> str:
+    """The ``audit.json`` text of a document (``AuditResult.to_dict()``, possibly with optional keys such as
+    ``published_agreement``): indented, UTF-8 safe, every NaN or infinite float (an unbounded interval) as
+    ``null``, which is all JSON can hold. One serializer for every writer of the document."""
+    return json.dumps(_finite(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _finite(obj):

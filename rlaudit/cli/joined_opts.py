@@ -8,7 +8,6 @@ document (:mod:`rlaudit.audit.joined`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -103,10 +102,10 @@ def _normalized(source, flag):
 
 def write_document(doc: dict, path: Path) -> Path:
     """Write an audit document (with optional keys) atomically, as ``AuditResult.write_json`` does."""
-    from rlaudit.audit.result import _finite
+    from rlaudit.audit.result import document_json
     from rlaudit.io import atomic_write_text
 
-    atomic_write_text(path, json.dumps(_finite(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    atomic_write_text(path, document_json(doc))
     return path
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 import unicodedata
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from rlaudit.audit.result import document_json
 from rlaudit.report.escape import visible
 from rlaudit.report.model import (
     SECTIONS,
@@ -248,7 +248,6 @@ def write_report(report: Report, out_dir: Path, formats=FORMATS, progress=None) 
             if progress is not None:
                 progress(OUTPUT_FILES[kind])
     if "json" in formats:
-        text = json.dumps(report.audit, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-        (out_dir / "audit.json").write_text(text, encoding="utf-8")
+        (out_dir / "audit.json").write_text(document_json(report.audit), encoding="utf-8")
         written.append(Path("audit.json"))
     return written

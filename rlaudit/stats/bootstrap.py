@@ -540,5 +540,10 @@ def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, co
     if method == "expanded":
         arrays = as_score_set(score_set)
         df = effective_df(variance_contributions(metric, arrays, gamma), [a.size - 1 for a in arrays])
-        confidence = 1.0 - float(normal_level(1.0 - confidence, df))
+        level = float(normal_level(1.0 - confidence, df))
+        # With very few degrees of freedom (one task of two runs: df = 1) the t-corrected level lies beyond
+        # the last replicate (or underflows to 0): no percentile of these replicates bounds the interval.
+        if level * values.size < 2.0:
+            return -math.inf, math.inf
+        confidence = 1.0 - level
     return interval(point, values, confidence, "percentile")
