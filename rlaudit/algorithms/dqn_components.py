@@ -129,6 +129,22 @@ def midpoint_taus(n: int, batch: int, device: Any = None) -> th.Tensor:
     return ((th.arange(n, dtype=th.float32, device=device) + 0.5) / n).expand(batch, n)
 
 
+def dueling_combine(value: th.Tensor, advantage: th.Tensor) -> th.Tensor:
+    """Combine the streams as ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')`` (Wang et al. 2016, eq. 9).
+
+    Also per atom or quantile: ``value`` of shape ``(batch, 1, n)`` and ``advantage`` of shape
+    ``(batch, n_actions, n)`` give ``(batch, n_actions, n)``.
+
+    Args:
+        value: shape ``(batch, 1)``.
+        advantage: shape ``(batch, n_actions)``.
+
+    Returns:
+        Q-values, shape ``(batch, n_actions)``.
+    """
+    return value + advantage - advantage.mean(dim=1, keepdim=True)
+
+
 # --- noisy layer -------------------------------------------------------------------------------------------
 
 
@@ -194,7 +210,7 @@ class ComponentQNetwork(QNetwork):
 
     Layout: features extractor → hidden layers ``net_arch`` → head(s). With ``dueling`` the head is a value
     stream (``n_out`` outputs) and an advantage stream (``n_actions × n_out``), combined per atom or
-    quantile by :func:`~rlaudit.algorithms.dqn_family.dueling_combine` (as in Rainbow, on the logits for
+    quantile by :func:`dueling_combine` (as in Rainbow, on the logits for
     C51). ``n_out`` is ``n_atoms`` (C51), ``n_quantiles`` (QR) or 1 (IQN, none). With ``noisy`` every linear
     layer after the features extractor is a :class:`NoisyLinear`. For IQN the quantile embedding
     ``ReLU(Linear(cosine_features(τ)))`` multiplies the hidden activations before the last
@@ -285,8 +301,6 @@ class ComponentQNetwork(QNetwork):
                 start += buffer.numel()
 
     def _heads(self, hidden: th.Tensor) -> th.Tensor:
-        from rlaudit.algorithms.dqn_family import dueling_combine
-
         if not self.dueling:
             return self.head(hidden).reshape(-1, self.n_actions, self.n_out)
         value = self.value_stream(hidden).reshape(-1, 1, self.n_out)
@@ -301,7 +315,7 @@ class ComponentQNetwork(QNetwork):
         """
         hidden = self.q_net(self.extract_features(obs, self.features_extractor))
         if self.distributional != "iqn":
-            return self._heads(self.post(hidden))
+            return self._heads(self.post(hidden) if len(self.post) else hidden)
         batch, n_tau = taus.shape
         embedding = self.tau_embedding(cosine_features(taus, self.n_cos))  # (batch, n_tau, d)
         merged = (hidden.unsqueeze(1) * embedding).reshape(batch * n_tau, -1)
@@ -341,6 +355,7 @@ __all__ = [
     "categorical_loss",
     "categorical_projection",
     "cosine_features",
+    "dueling_combine",
     "factorised_noise",
     "midpoint_taus",
     "quantile_huber_loss",

@@ -1,23 +1,29 @@
-"""The DQN family on stable-baselines3's DQN machinery: Double, Dueling, Prioritized replay, n-step, QR-DQN.
+"""The DQN family on stable-baselines3's DQN machinery: Double, Dueling, PER, n-step, C51, QR, IQN, noisy nets.
 
 One class, :class:`DQNFamily`, composes the components through hyperparameters instead of one class per
-combination (``DQNFamily(double=True, dueling=True, prioritized=True, n_steps=3)`` is a Rainbow without
-the distributional and noisy-net parts). The registry exposes the canonical members as names:
+combination (``DQNFamily(double=True, dueling=True, prioritized=True, n_steps=3, distributional="c51",
+noisy=True)`` is Rainbow). The registry exposes the canonical members as names:
 
-==================  ===============================  ================================================
-registry name       class and defaults               component
-==================  ===============================  ================================================
-``DQN``             ``stable_baselines3.DQN``        Mnih et al. (2015)
-``DQNFamily``       :class:`DQNFamily`               all components off (= DQN), switch them on
-``DoubleDQN``       ``DQNFamily(double=True)``       van Hasselt et al. (2016)
-``DuelingDQN``      ``DQNFamily(dueling=True)``      Wang et al. (2016)
-``PrioritizedDQN``  ``DQNFamily(prioritized=True)``  Schaul et al. (2016), proportional variant
-``QRDQN``           :class:`QRDQN` (sb3-contrib)     Dabney et al. (2018), ``n_quantiles`` exposed
-==================  ===============================  ================================================
+===================  ===================================  ================================================
+registry name        class and defaults                   component
+===================  ===================================  ================================================
+``DQN``              ``stable_baselines3.DQN``            Mnih et al. (2015)
+``DQNFamily``        :class:`DQNFamily`                   all components off (= DQN), switch them on
+``DoubleDQN``        ``DQNFamily(double=True)``           van Hasselt et al. (2016)
+``DuelingDQN``       ``DQNFamily(dueling=True)``          Wang et al. (2016)
+``PrioritizedDQN``   ``DQNFamily(prioritized=True)``      Schaul et al. (2016), proportional variant
+``QRDQN``            :class:`QRDQN` (sb3-contrib)         Dabney et al. (2018a), ``n_quantiles`` exposed
+``C51``              ``distributional="c51"``             Bellemare et al. (2017)
+``IQN``              ``distributional="iqn"``             Dabney et al. (2018b)
+``NoisyDQN``         ``noisy=True``, ε = 0                Fortunato et al. (2018)
+``Rainbow``          C51 + 3-step + PER + dueling +       Hessel et al. (2018)
+                     double + noisy, ε = 0
+``DopamineRainbow``  C51 + 3-step + PER                   Castro et al. (2018)
+===================  ===================================  ================================================
 
 The defining computations are pure functions tested on hand-built batches: :func:`q_learning_target`
 (max or double target), :func:`dueling_combine`, :class:`SumTree`, :func:`importance_weights` and
-:func:`annealed_beta`.
+:func:`annealed_beta` here; the distributional and noisy ones in :mod:`rlaudit.algorithms.dqn_components`.
 
 Everything runs on the CPU at MinAtar scale; the prioritized buffer's sum tree is vectorised over the
 batch (``O(batch * log capacity)`` numpy work per sample and per priority update).
@@ -44,6 +50,7 @@ from rlaudit.algorithms.dqn_components import (
     ComponentQNetwork,
     categorical_loss,
     categorical_projection,
+    dueling_combine,
     midpoint_taus,
     quantile_huber_loss,
 )
@@ -81,19 +88,6 @@ def q_learning_target(
         best = next_q_online.argmax(dim=1, keepdim=True)
         next_q = next_q_target.gather(1, best).squeeze(1)
     return rewards + (1 - dones) * discounts * next_q.reshape(-1, 1)
-
-
-def dueling_combine(value: th.Tensor, advantage: th.Tensor) -> th.Tensor:
-    """Combine the streams as ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')`` (Wang et al. 2016, eq. 9).
-
-    Args:
-        value: shape ``(batch, 1)``.
-        advantage: shape ``(batch, n_actions)``.
-
-    Returns:
-        Q-values, shape ``(batch, n_actions)``.
-    """
-    return value + advantage - advantage.mean(dim=1, keepdim=True)
 
 
 def importance_weights(probabilities: np.ndarray, n_stored: int, beta: float) -> np.ndarray:

@@ -29,6 +29,9 @@ from rlaudit.run.spec import EvalRecord, EvalSpec, RunResult, RunSpec
 PROGRESS_INTERVAL_S = 1.0
 """``progress`` is called at most this often."""
 
+PROGRESS_CHECK_STEPS = 256
+"""The clock is read for ``progress`` every this many env steps, not after every step."""
+
 
 def set_single_thread() -> None:
     """One torch thread per run: workers share the cores, and results do not depend on the thread count."""
@@ -68,7 +71,9 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
                                     can_batch(agent, spec.eval))
         total = spec.total_steps
         pending = [p for p in spec.eval_points() if p < total]  # the last one is made after training
-        state = {"steps": 0, "next_report": time.monotonic() + PROGRESS_INTERVAL_S}
+        # on_step runs after every env step: its fast path is one comparison with the next step at which
+        # anything is due (an evaluation point, or a look at the clock for progress).
+        state = {"steps": 0, "next_report": time.monotonic() + PROGRESS_INTERVAL_S, "due": 0}
 
         def evaluate_at(steps: int) -> None:
             returns, lengths = evaluate(agent, eval_envs, spec.eval, steps)
@@ -79,6 +84,8 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
 
         def on_step(steps: int) -> bool:
             state["steps"] = steps
+            if steps < state["due"]:
+                return True
             if pending and steps >= pending[0]:
                 while pending and steps >= pending[0]:  # one evaluation even if a step passes two points
                     pending.pop(0)
@@ -86,6 +93,8 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             if progress is not None and time.monotonic() >= state["next_report"]:
                 state["next_report"] = time.monotonic() + PROGRESS_INTERVAL_S
                 progress(steps)
+            check = steps + PROGRESS_CHECK_STEPS if progress is not None else math.inf
+            state["due"] = min(pending[0] if pending else math.inf, check)
             return True
 
         agent.train(total, on_step)
