@@ -232,14 +232,14 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
     # crossovers: where the point-estimate lines of a pair cross between two audited budgets
     marked = []
     for c in report.crossovers:
-        if c.get("metric", report.metric) != metric:
+        if c.metric != metric:
             continue
-        b0, b1 = int(c["last_budget_before"]), int(c["first_budget_after"])
+        b0, b1 = c.last_budget_before, c.first_budget_after
         seg = [b for b in budgets if b0 <= b <= b1]
         # place the marker where the point estimates actually cross, in the first segment that changes sign
         for lo_b, hi_b in zip(seg, seg[1:]):
-            pa = [report.aggregates.get((b, c["a"], metric)) for b in (lo_b, hi_b)]
-            pb = [report.aggregates.get((b, c["b"], metric)) for b in (lo_b, hi_b)]
+            pa = [report.aggregates.get((b, c.a, metric)) for b in (lo_b, hi_b)]
+            pb = [report.aggregates.get((b, c.b, metric)) for b in (lo_b, hi_b)]
             if None in pa or None in pb:
                 continue
             d0, d1 = pa[0].point - pb[0].point, pa[1].point - pb[1].point
@@ -288,8 +288,8 @@ def plot_rank_bump(report: Report, ax=None):
     else:
         fig = ax.figure
     xs = np.arange(len(budgets))
-    confirmed = [inv for inv in report.inversions if inv.get("kind") == "confirmed"]
-    inverted = {a for inv in confirmed for a in (inv["a"], inv["b"])}
+    confirmed = [inv for inv in report.inversions if inv.kind == "confirmed"]
+    inverted = {a for inv in confirmed for a in (inv.a, inv.b)}
     if len(inverted) > max(2, n // 2):
         inverted = set()  # thick lines only help when few algorithms are involved; the red circles remain
     expected: dict = {}
@@ -327,11 +327,11 @@ def plot_rank_bump(report: Report, ax=None):
     # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets
     crossings = set()
     for inv in confirmed:
-        a, b = inv["a"], inv["b"]
+        a, b = inv.a, inv.b
         if a not in expected or b not in expected:
             continue
-        lo_i = budgets.index(int(inv["budget_low"])) if int(inv["budget_low"]) in budgets else None
-        hi_i = budgets.index(int(inv["budget_high"])) if int(inv["budget_high"]) in budgets else None
+        lo_i = budgets.index(inv.budget_low) if inv.budget_low in budgets else None
+        hi_i = budgets.index(inv.budget_high) if inv.budget_high in budgets else None
         if lo_i is None or hi_i is None:
             continue
         for i in range(lo_i, hi_i):
