@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from rlaudit.audit.checklist import Finding
 from rlaudit.audit.claims import VERDICTS, claim_status, overall_verdict
 from rlaudit.audit.inversions import FINDINGS, KINDS
 from rlaudit.audit.orderings import DECISIONS
@@ -274,14 +275,6 @@ class Inversion:
                    r("decision_low", choices=DECISIONS), r("decision_high", choices=DECISIONS),
                    r("finding", _bool, kind in FINDINGS), r("change_tested", _bool, False))
 
-    def decision_low_text(self) -> str:
-        """The decision at ``budget_low`` in words."""
-        return decision_text(self.decision_low, self.a, self.b)
-
-    def decision_high_text(self) -> str:
-        """The decision at ``budget_high`` in words."""
-        return decision_text(self.decision_high, self.a, self.b)
-
 
 @dataclass(frozen=True)
 class Crossover:
@@ -303,14 +296,6 @@ class Crossover:
         r = _Row.at(row, where, "crossovers", index)
         return cls(r("a"), r("b"), r("metric", _str, metric), r("from", choices=DECISIONS),
                    r("to", choices=DECISIONS), r("last_budget_before", _int), r("first_budget_after", _int))
-
-    def before_text(self) -> str:
-        """The decision before the crossover in words."""
-        return decision_text(self.before, self.a, self.b)
-
-    def after_text(self) -> str:
-        """The decision after the crossover in words."""
-        return decision_text(self.after, self.a, self.b)
 
 
 @dataclass(frozen=True)
@@ -410,16 +395,8 @@ class Claim:
         return [p.budget for p in self.per_budget if p.verdict == verdict]
 
 
-@dataclass(frozen=True)
-class ChecklistItem:
-    """A ``checklist`` row: one finding on the data."""
-
-    id: str
-    severity: str
-    """``warning`` (the comparison is at risk) or ``info``."""
-    message: str
-    advice: str = ""
-    details: dict = field(default_factory=dict)
+class ChecklistItem(Finding):
+    """A ``checklist`` row: the :class:`~rlaudit.audit.checklist.Finding` the audit wrote, read back."""
 
     @classmethod
     def from_dict(cls, row: dict, where: str = "audit.json", index: int = 0) -> ChecklistItem:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from rlaudit.audit.inversions import FINDINGS, NOTES
 from rlaudit.audit.result import AuditResult, format_budget
-from rlaudit.audit.rows import AuditRows
+from rlaudit.audit.rows import AuditRows, decision_text
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
 LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
@@ -126,8 +126,8 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         invs = sorted(found, key=lambda r: (FINDINGS.index(r.kind), r.a, r.b, r.budget_low))
         for inv in invs[:max_rows]:
             t.add_row(Text(inv.kind, style=_KIND_STYLE[inv.kind]), Text(f"{inv.a} vs {inv.b}"),
-                      budget_label(inv.budget_low), _styled(inv.decision_low, inv.decision_low_text()),
-                      budget_label(inv.budget_high), _styled(inv.decision_high, inv.decision_high_text()))
+                      budget_label(inv.budget_low), _styled(inv.decision_low, decision_text(inv.decision_low, inv.a, inv.b)),
+                      budget_label(inv.budget_high), _styled(inv.decision_high, decision_text(inv.decision_high, inv.a, inv.b)))
         console.print(t)
         if len(invs) > max_rows:
             console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))
@@ -135,8 +135,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         console.print(Text(f"  notes (descriptive, not findings): {counts['decided_once']} decided at one budget "
                            f"only, {counts['unconfirmed']} with point estimates that swap", style="dim"))
     for c in typed.crossovers[:max_rows]:
-        console.print(Text(f"  crossover: {c.before_text()} up to {budget_label(c.last_budget_before)}, "
-                           f"{c.after_text()} from {budget_label(c.first_budget_after)} {unit}"))
+        console.print(Text(f"  crossover: {decision_text(c.before, c.a, c.b)} up to "
+                           f"{budget_label(c.last_budget_before)}, {decision_text(c.after, c.a, c.b)} from "
+                           f"{budget_label(c.first_budget_after)} {unit}"))
 
     if typed.metric_sensitivity:
         console.print(Text("Metric sensitivity (decisions differ between metrics)", style="bold"))
