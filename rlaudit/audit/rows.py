@@ -98,13 +98,14 @@ class _Row:
         value = self.row[key]
         if value is None and default is not _REQUIRED:
             return default
+        if choices:
+            what = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
         try:
             out = conv(value)
         except (TypeError, ValueError):
-            raise InputError(f"{self.name}.{key} is {_short(value)}, expected {what or _KINDS[conv]}") from None
-        if choices and out not in choices:
-            raise InputError(f"{self.name}.{key} is {_short(value)}, expected "
-                             + ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}")
+            out = _REQUIRED
+        if out is _REQUIRED or (choices and out not in choices):
+            raise InputError(f"{self.name}.{key} is {_short(value)}, expected {what or _KINDS[conv]}")
         return out
 
     def nested(self, key: str, index: int) -> _Row:
