@@ -376,8 +376,8 @@ class Claim:
         per = []
         for i, _ in enumerate(r("per_budget", _list_of(lambda x: x), what="a list")):
             p = r.nested("per_budget", i)
-            per.append(ClaimBudget(p("budget", _int), p("verdict", choices=VERDICTS),
-                                   p("decision", choices=DECISIONS), Interval.read(p, "diff_point", "diff_lo", "diff_hi")))
+            per.append(ClaimBudget(p("budget", _int), p("verdict", choices=VERDICTS), p("decision", choices=DECISIONS),
+                                   Interval.read(p, "diff_point", "diff_lo", "diff_hi")))
         return cls(r("text"), r("better"), r("worse"), r("metric", _str, metric),
                    r("budgets", _INTS, (), "a list of integers"), r("source", _str, None), tuple(per))
 

@@ -29,9 +29,9 @@ def _ci(point: float, lo: float, hi: float) -> str:
     return f"{_num(point)} [{_num(lo)}, {_num(hi)}]"
 
 
-def budget_label(b: int) -> str:
+def budget_label(budget: int) -> str:
     """Compact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k`` (:func:`~rlaudit.audit.result.format_budget`)."""
-    return format_budget(b)
+    return format_budget(budget)
 
 
 def _styled(decision: str, text: str) -> Text:
@@ -77,9 +77,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     by_budget = defaultdict(list)
     for o in typed.orderings:
         by_budget[o.budget].append(o)
-    for b in result.budgets:
-        algs = sorted(d["algorithms"], key=lambda a: agg[(b, a, metric)].point, reverse=higher)
-        table = Table(title=f"budget {budget_label(b)} {unit}: ranking by {mlabel}", title_justify="left")
+    for budget in result.budgets:
+        algs = sorted(d["algorithms"], key=lambda a: agg[(budget, a, metric)].point, reverse=higher)
+        table = Table(title=f"budget {budget_label(budget)} {unit}: ranking by {mlabel}", title_justify="left")
         table.add_column("#", justify="right")
         table.add_column("algorithm")
         table.add_column(f"{mlabel} [{100 * s['confidence']:g}% CI]", justify="right", style="bold")
@@ -88,13 +88,13 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             table.add_column(LABELS.get(m, m), justify="right")
         table.add_column("P(rank 1)", justify="right")
         for i, a in enumerate(algs, 1):
-            main = agg[(b, a, metric)]
+            main = agg[(budget, a, metric)]
             table.add_row(str(i), Text(a), _ci(main.point, main.lo, main.hi),
-                          *[_num(agg[(b, a, m)].point) for m in others], _num(rank1.get((b, a))))
+                          *[_num(agg[(budget, a, m)].point) for m in others], _num(rank1.get((budget, a))))
         console.print(table)
-        at_budget = by_budget[b]
+        at_budget = by_budget[budget]
         if at_budget:
-            t = Table(title=f"budget {budget_label(b)}: orderings ({mlabel} difference, interval at the corrected "
+            t = Table(title=f"budget {budget_label(budget)}: orderings ({mlabel} difference, interval at the corrected "
                             f"level)", title_justify="left")
             for col, just in (("pair", "left"), ("a - b [CI]", "right"), ("p adj.", "right"),
                               ("decision", "left"), ("P(a > b) [CI]", "right"), ("runs needed", "right")):
@@ -125,9 +125,10 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             t.add_column(col)
         invs = sorted(found, key=lambda r: (FINDINGS.index(r.kind), r.a, r.b, r.budget_low))
         for inv in invs[:max_rows]:
+            pair = (inv.a, inv.b)
             t.add_row(Text(inv.kind, style=_KIND_STYLE[inv.kind]), Text(f"{inv.a} vs {inv.b}"),
-                      budget_label(inv.budget_low), _styled(inv.decision_low, decision_text(inv.decision_low, inv.a, inv.b)),
-                      budget_label(inv.budget_high), _styled(inv.decision_high, decision_text(inv.decision_high, inv.a, inv.b)))
+                      budget_label(inv.budget_low), _styled(inv.decision_low, decision_text(inv.decision_low, *pair)),
+                      budget_label(inv.budget_high), _styled(inv.decision_high, decision_text(inv.decision_high, *pair)))
         console.print(t)
         if len(invs) > max_rows:
             console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))

@@ -56,11 +56,12 @@ def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | 
     for o in pa.orderings:
         cells = []
         for p in o.per_budget:
-            text = p.status if p.diff.point is None else f"{p.status} ({format_interval(p.diff.point, p.diff.lo, p.diff.hi)})"
-            cells.append((p.status, text))
+            diff = "" if p.diff.point is None else f" ({format_interval(p.diff.point, p.diff.lo, p.diff.hi)})"
+            cells.append((p.status, p.status + diff))
         rows.append({"pair": f"{o.better} > {o.worse}",
                      "rerun_pair": f"{o.rerun_better or '–'} vs {o.rerun_worse or '–'}",
-                     "published_budgets": ", ".join(format_budget(b) for b in o.published_budgets), "cells": cells})
+                     "published_budgets": ", ".join(format_budget(budget) for budget in o.published_budgets),
+                     "cells": cells})
     summary = tuple({"budget": format_budget(s.budget, ru), "holds": s.holds, "reversed": s.reversed,
                      "undecided": s.undecided, "not_rerun": s.not_rerun} for s in pa.summary)
     ranks = tuple({"published_budget": format_budget(r.published_budget, pu),
@@ -71,7 +72,7 @@ def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | 
                    "rerun_ranking": " > ".join(r.rerun_ranking)} for r in pa.ranks)
     return Agreement(published=f"{pa.name} ({pa.protocol})", suite=str(pa.suite), caveat=pa.caveat,
                      method=pa.method, metric=pa.metric, mapping=pa.mapping, not_rerun=pa.not_rerun,
-                     rerun_budgets=tuple(format_budget(b, ru) for b in pa.rerun_budgets), rows=tuple(rows),
+                     rerun_budgets=tuple(format_budget(budget, ru) for budget in pa.rerun_budgets), rows=tuple(rows),
                      summary=summary, ranks=ranks)
 
 

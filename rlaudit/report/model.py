@@ -101,9 +101,9 @@ class Report:
     rows: AuditRows | None = None
     """Every typed row of the document (what the terminal summary reads too)."""
 
-    def budget(self, b: int, unit: bool = False) -> str:
+    def budget(self, budget: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
-        return format_budget(b, self.budget_unit if unit else None)
+        return format_budget(budget, self.budget_unit if unit else None)
 
     @property
     def unit(self) -> str:
@@ -173,7 +173,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     settings = _require(audit, "settings", where, dict)
     algorithms = tuple(str(a) for a in _require(data, "algorithms", f"{where}: data", list))
     tasks = tuple(str(t) for t in _require(data, "tasks", f"{where}: data", list))
-    budgets = tuple(int(b) for b in _require(data, "budgets", f"{where}: data", list))
+    budgets = tuple(int(budget) for budget in _require(data, "budgets", f"{where}: data", list))
     unit = str(data.get("budget_unit") or "")
     metric = str(settings.get("metric", "iqm"))
     metrics = tuple(settings.get("metrics") or (metric,))
@@ -194,8 +194,9 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     for row in audit.get("per_task") or []:
         per_task_rows[int(row["budget"])][str(row["task"])][str(row["algorithm"])] = row
     task_order = {t: i for i, t in enumerate(tasks)}
-    per_task = {b: sorted(per_task_rows[b].items(), key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))
-                for b in budgets if b in per_task_rows}
+    per_task = {budget: sorted(per_task_rows[budget].items(),
+                               key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))
+                for budget in budgets if budget in per_task_rows}
 
     claims, checklist, inversions, crossovers = rows.claims, rows.checklist, rows.inversions, rows.crossovers
     runs_needed = tuple(sorted((o for o in orderings if o.decision == "inconclusive" and o.metric == metric),
@@ -204,8 +205,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
 
     interest = settings.get("budgets_of_interest") or data.get("budgets_of_interest")
     if not interest:
-        interest = sorted({b for c in claims for b in c.budgets})
-    budgets_of_interest = tuple(int(b) for b in interest if int(b) in budgets)
+        interest = sorted({budget for c in claims for budget in c.budgets})
+    budgets_of_interest = tuple(int(budget) for budget in interest if int(budget) in budgets)
     if set(budgets_of_interest) == set(budgets):
         budgets_of_interest = ()  # marking every budget marks nothing
 
@@ -243,26 +244,26 @@ def _findings(r: Report) -> list[Finding]:
     for (a, b, metric), invs in confirmed.items():
         budgets = sorted({i.budget_low for i in invs} | {i.budget_high for i in invs})
         by_decision: dict = {}
-        for bud in budgets:
-            o = r.ordering(bud, a, b) if metric == r.metric else None
-            dec = next((i.decision_low for i in invs if i.budget_low == bud), None)
-            dec = dec or next((i.decision_high for i in invs if i.budget_high == bud), None)
+        for budget in budgets:
+            o = r.ordering(budget, a, b) if metric == r.metric else None
+            dec = next((i.decision_low for i in invs if i.budget_low == budget), None)
+            dec = dec or next((i.decision_high for i in invs if i.budget_high == budget), None)
             if o is not None:
                 dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
-            by_decision.setdefault(dec, []).append(r.budget(bud))
+            by_decision.setdefault(dec, []).append(r.budget(budget))
         parts = [f"{decision_text(d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
         out.append(Finding("inversion", f"Ranking inversion ({metric_name(metric)}): " + "; ".join(parts) + ".",
                            "critical"))
     for c in r.claims:
         if c.status == "reversed":
-            rev = [r.budget(b) for b in c.budgets_with("reversed")]
-            held = [r.budget(b) for b in c.budgets_with("holds")]
+            rev = [r.budget(budget) for budget in c.budgets_with("reversed")]
+            held = [r.budget(budget) for budget in c.budgets_with("holds")]
             tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
             out.append(Finding("claim-reversed", f"Claim \u201c{c.text}\u201d is reversed at "
                                f"{_join(rev)} {r.unit}{tail}.", "critical"))
     for c in r.claims:
         if c.status == "inconclusive":
-            held = [r.budget(b) for b in c.budgets_with("holds")]
+            held = [r.budget(budget) for budget in c.budgets_with("holds")]
             where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
             out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d is inconclusive: {where}.",
                                "warning"))
@@ -290,7 +291,7 @@ def _findings(r: Report) -> list[Finding]:
             out.append(Finding("checklist", item.message, "warning"))
     out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
-                          f"({_join([r.budget(b) for b in r.budgets])} {r.unit}).", "info"))
+                          f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit}).", "info"))
     # keep the headline first, then the rest by severity (stable within a severity)
     rank = {"critical": 0, "warning": 1, "info": 2}
     head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))
@@ -326,8 +327,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
             if ns:
                 parts.append(f"{alg}: {min(ns)}" if min(ns) == max(ns) else f"{alg}: {min(ns)}–{max(ns)}")
         rows.append(("Runs per task", "; ".join(parts)))
-    rows.append(("Budgets", ", ".join(r.budget(b) for b in r.budgets) + f" {r.unit}"
-                 + f" ({', '.join(f'{b:,}' for b in r.budgets)})"))
+    rows.append(("Budgets", ", ".join(r.budget(budget) for budget in r.budgets) + f" {r.unit}"
+                 + f" ({', '.join(f'{budget:,}' for budget in r.budgets)})"))
     labels = data.get("budget_labels") or []
     if labels:
         rows.append(("Regimes", "; ".join(f"{r.budget(int(l['budget']))}: {l.get('regime')} ({l.get('regime_kind')})"

@@ -141,7 +141,7 @@ def _environment(kind: str) -> jinja2.Environment:
         num=lambda x: safe(format_number(x)),
         ci=lambda iv: safe(format_interval(iv.point, iv.lo, iv.hi)) if iv is not None else safe("\u2013"),
         pval=lambda p: safe(format_p(p)),
-        budget=lambda b, unit=None: format_budget(b, unit),
+        budget=lambda budget, unit=None: format_budget(budget, unit),
         metric=metric_name,
         raw=lambda x: "" if x is None else repr(float(x)),
         esc=lambda s: Markup(escape(str(s))) if escape else s,
