@@ -65,17 +65,17 @@ def compare_orderings(published: list[dict], rerun: list[dict], mapping: dict[st
     for (better, worse), budgets in sorted(grouped.items(), key=lambda kv: (min(kv[1]), kv[0])):
         rb, rw = mapping.get(better), mapping.get(worse)
         per = []
-        for b in rerun_budgets:
-            o = index.get((b, rb, rw)) if rb and rw else None
+        for budget in rerun_budgets:
+            o = index.get((budget, rb, rw)) if rb and rw else None
             flip = o is None and rb and rw
             if flip:
-                o = index.get((b, rw, rb))
+                o = index.get((budget, rw, rb))
             status = ordering_status(o["decision"] if o else None, not flip)
             sign = -1.0 if flip else 1.0
             diff = [None if o is None or o.get(k) is None else sign * o[k] for k in ("diff_point", "diff_lo", "diff_hi")]
             if flip:
                 diff[1], diff[2] = diff[2], diff[1]
-            per.append({"budget": b, "status": status, "decision": None if o is None else o["decision"],
+            per.append({"budget": budget, "status": status, "decision": None if o is None else o["decision"],
                         "diff_point": diff[0], "diff_lo": diff[1], "diff_hi": diff[2]})
         out.append({"better": better, "worse": worse, "published_budgets": sorted(budgets), "rerun_better": rb,
                     "rerun_worse": rw, "per_budget": per})
@@ -111,9 +111,9 @@ def rank_agreement(published_point, rerun_point, published_reps, rerun_reps, con
 def summarize(orderings: list[dict], rerun_budgets: list[int]) -> list[dict]:
     """Counts of each status per rerun budget: ``[{budget, holds, reversed, undecided, not rerun}]``."""
     out = []
-    for i, b in enumerate(rerun_budgets):
+    for i, budget in enumerate(rerun_budgets):
         counts = {s: 0 for s in STATUSES}
         for o in orderings:
             counts[o["per_budget"][i]["status"]] += 1
-        out.append({"budget": b, **counts})
+        out.append({"budget": budget, **counts})
     return out

@@ -14,7 +14,6 @@ from rlaudit.audit.result import AuditResult, format_budget
 from rlaudit.audit.rows import AuditRows, decision_text
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
 
-LABELS = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 _VERDICT_STYLE = {"holds": "green", "reversed": "red", "inconclusive": "yellow"}
 _KIND_STYLE = {"confirmed": "bold red", "changed": "red"}
 
@@ -27,11 +26,6 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 def _ci(point: float, lo: float, hi: float) -> str:
     return f"{_num(point)} [{_num(lo)}, {_num(hi)}]"
-
-
-def budget_label(budget: int) -> str:
-    """Compact budget: ``5000000`` -> ``5M``, ``100000`` -> ``100k`` (:func:`~rlaudit.audit.result.format_budget`)."""
-    return format_budget(budget)
 
 
 def _styled(decision: str, text: str) -> Text:
@@ -59,7 +53,7 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     s, d = result.settings, result.data
     unit = d.get("budget_unit", "")
     metric = s["metric"]
-    mlabel = LABELS.get(metric, metric)
+    mlabel = METRIC_LABELS.get(metric, metric)
     src = result.source.get("title") or result.source.get("path") or "scores"
     console.print(Text(f"rlaudit audit — {src}", style="bold"))
     console.print(Text(f"{len(d['algorithms'])} algorithms x {len(d['tasks'])} tasks x {len(result.budgets)} "
@@ -79,13 +73,13 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         by_budget[o.budget].append(o)
     for budget in result.budgets:
         algs = sorted(d["algorithms"], key=lambda a: agg[(budget, a, metric)].point, reverse=higher)
-        table = Table(title=f"budget {budget_label(budget)} {unit}: ranking by {mlabel}", title_justify="left")
+        table = Table(title=f"budget {format_budget(budget)} {unit}: ranking by {mlabel}", title_justify="left")
         table.add_column("#", justify="right")
         table.add_column("algorithm")
         table.add_column(f"{mlabel} [{100 * s['confidence']:g}% CI]", justify="right", style="bold")
         others = [m for m in metrics if m != metric]
         for m in others:
-            table.add_column(LABELS.get(m, m), justify="right")
+            table.add_column(METRIC_LABELS.get(m, m), justify="right")
         table.add_column("P(rank 1)", justify="right")
         for i, a in enumerate(algs, 1):
             main = agg[(budget, a, metric)]
@@ -94,8 +88,8 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         console.print(table)
         at_budget = by_budget[budget]
         if at_budget:
-            t = Table(title=f"budget {budget_label(budget)}: orderings ({mlabel} difference, interval at the corrected "
-                            f"level)", title_justify="left")
+            t = Table(title=f"budget {format_budget(budget)}: orderings ({mlabel} difference, interval at the "
+                            f"corrected level)", title_justify="left")
             for col, just in (("pair", "left"), ("a - b [CI]", "right"), ("p adj.", "right"),
                               ("decision", "left"), ("P(a > b) [CI]", "right"), ("runs needed", "right")):
                 t.add_column(col, justify=just)
@@ -127,8 +121,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
         for inv in invs[:max_rows]:
             pair = (inv.a, inv.b)
             t.add_row(Text(inv.kind, style=_KIND_STYLE[inv.kind]), Text(f"{inv.a} vs {inv.b}"),
-                      budget_label(inv.budget_low), _styled(inv.decision_low, decision_text(inv.decision_low, *pair)),
-                      budget_label(inv.budget_high), _styled(inv.decision_high, decision_text(inv.decision_high, *pair)))
+                      format_budget(inv.budget_low), _styled(inv.decision_low, decision_text(inv.decision_low, *pair)),
+                      format_budget(inv.budget_high),
+                      _styled(inv.decision_high, decision_text(inv.decision_high, *pair)))
         console.print(t)
         if len(invs) > max_rows:
             console.print(Text(f"  … {len(invs) - max_rows} more in audit.json"))
@@ -137,15 +132,15 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
                            f"only, {counts['unconfirmed']} with point estimates that swap", style="dim"))
     for c in typed.crossovers[:max_rows]:
         console.print(Text(f"  crossover: {decision_text(c.before, c.a, c.b)} up to "
-                           f"{budget_label(c.last_budget_before)}, {decision_text(c.after, c.a, c.b)} from "
-                           f"{budget_label(c.first_budget_after)} {unit}"))
+                           f"{format_budget(c.last_budget_before)}, {decision_text(c.after, c.a, c.b)} from "
+                           f"{format_budget(c.first_budget_after)} {unit}"))
 
     if typed.metric_sensitivity:
         console.print(Text("Metric sensitivity (decisions differ between metrics)", style="bold"))
         sens = sorted(typed.metric_sensitivity, key=lambda r: (r.kind != "opposed", r.budget))
         for r in sens[:max_rows]:
-            ds = ", ".join(f"{LABELS.get(m, m)}: {r.decision_text(m)}" for m in r.decisions)
-            console.print(Text(f"  [{r.kind}] budget {budget_label(r.budget)}, {r.a} vs {r.b}: {ds}"))
+            ds = ", ".join(f"{METRIC_LABELS.get(m, m)}: {r.decision_text(m)}" for m in r.decisions)
+            console.print(Text(f"  [{r.kind}] budget {format_budget(r.budget)}, {r.a} vs {r.b}: {ds}"))
         if len(sens) > max_rows:
             console.print(Text(f"  … {len(sens) - max_rows} more in audit.json"))
 
@@ -158,8 +153,8 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
             for i, p in enumerate(c.per_budget):
                 if i:
                     per.append(", ")
-                per.append(f"{budget_label(p.budget)}: {p.verdict}", style=_VERDICT_STYLE[p.verdict])
-            t.add_row(Text(c.text), LABELS.get(c.metric, c.metric), per, Text(c.overall_text(budget_label)))
+                per.append(f"{format_budget(p.budget)}: {p.verdict}", style=_VERDICT_STYLE[p.verdict])
+            t.add_row(Text(c.text), METRIC_LABELS.get(c.metric, c.metric), per, Text(c.overall_text(format_budget)))
         console.print(t)
 
     console.print(Text("Checklist", style="bold"))

@@ -35,7 +35,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
-METRIC_NAMES = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -43,7 +42,7 @@ LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not h
 # are what the terminal summary uses too).
 def metric_name(metric: str) -> str:
     """``"iqm" -> "IQM"``."""
-    return METRIC_NAMES.get(metric, metric)
+    return METRIC_LABELS.get(metric, metric)
 
 
 # --------------------------------------------------------------------------------------------- objects
