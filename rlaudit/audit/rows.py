@@ -459,7 +459,7 @@ class AuditRows:
 
 # --------------------------------------------------------------------------------------------- published_agreement
 AGREEMENT_STATUSES: tuple[str, ...] = ("holds", "reversed", "undecided", "not rerun")
-"""Status of a published ordering at a rerun budget (``undecided``: inconclusive after error control)."""
+"""What a published ordering becomes at a rerun budget (``undecided``: inconclusive after error control)."""
 
 
 @dataclass(frozen=True)
