@@ -699,6 +699,10 @@ def _mutate(doc: dict, path: tuple, value) -> dict:
     (("orderings", 3, "runs_needed_capped"), "no", "audit.json: orderings[3].runs_needed_capped is 'no', expected "
                                                    "true or false"),
     (("inversions",), {"a": 1}, "audit.json: key 'inversions' has type dict, expected list"),
+    (("per_task", 7, "n_runs"), "5", "audit.json: per_task[7].n_runs is '5', expected an integer"),
+    (("profiles", 1, "taus"), ..., "audit.json: profiles[1] lacks key 'taus'"),
+    (("profiles", 0, "fraction"), [0.5], "audit.json: profiles[0]: taus, fraction, lo and hi must be lists of the "
+                                         "same length (taus without nulls)"),
 ])
 def test_malformed_rows_name_the_row_and_key(audit_doc, path, value, message):
     with pytest.raises(InputError) as exc:

@@ -347,6 +347,52 @@ class RankDistribution:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """A ``profiles`` row: fraction of runs scoring above each threshold, with a band (``lo``/``hi`` may be empty)."""
+
+    budget: int
+    algorithm: str
+    taus: tuple[float, ...]
+    fraction: tuple[float | None, ...]
+    lo: tuple[float | None, ...] = ()
+    hi: tuple[float | None, ...] = ()
+
+    @classmethod
+    def from_dict(cls, row: dict, where: str = "audit.json", index: int = 0) -> Profile:
+        """Read one ``profiles`` row (``InputError`` naming ``where: profiles[index]`` when malformed)."""
+        r = _Row.at(row, where, "profiles", index)
+        numbers = _list_of(lambda x: None if x is None else _float(x))
+        taus = r("taus", numbers, what="a list of numbers")
+        out = cls(r("budget", _int), r("algorithm"), taus, r("fraction", numbers, what="a list of numbers"),
+                  r("lo", numbers, (), "a list of numbers"), r("hi", numbers, (), "a list of numbers"))
+        if None in taus or any(len(v) not in (0, len(taus)) for v in (out.lo, out.hi)) or \
+                len(out.fraction) != len(taus):
+            raise InputError(f"{r.name}: taus, fraction, lo and hi must be lists of the same length "
+                             "(taus without nulls)")
+        return out
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """A ``per_task`` row: mean raw score of one algorithm on one task at one budget, with an interval."""
+
+    budget: int
+    algorithm: str
+    task: str
+    n_runs: int
+    mean: float | None
+    lo: float | None
+    hi: float | None
+
+    @classmethod
+    def from_dict(cls, row: dict, where: str = "audit.json", index: int = 0) -> TaskScore:
+        """Read one ``per_task`` row (``InputError`` naming ``where: per_task[index]`` when malformed)."""
+        r = _Row.at(row, where, "per_task", index)
+        return cls(r("budget", _int), r("algorithm"), r("task"), r("n_runs", _int), r("mean", _float, None),
+                   r("lo", _float, None), r("hi", _float, None))
+
+
+@dataclass(frozen=True)
 class ClaimBudget:
     """One entry of ``claims[].per_budget`` (``diff = metric(better) - metric(worse)``)."""
 
@@ -421,6 +467,8 @@ class AuditRows:
     crossovers: tuple[Crossover, ...] = ()
     metric_sensitivity: tuple[Sensitivity, ...] = ()
     rank_distribution: tuple[RankDistribution, ...] = ()
+    profiles: tuple[Profile, ...] = ()
+    per_task: tuple[TaskScore, ...] = ()
     claims: tuple[Claim, ...] = ()
     checklist: tuple[ChecklistItem, ...] = ()
 
@@ -450,6 +498,8 @@ class AuditRows:
                    inversions=rows("inversions", Inversion), crossovers=rows("crossovers", Crossover),
                    metric_sensitivity=rows("metric_sensitivity", Sensitivity, with_metric=False),
                    rank_distribution=rows("rank_distribution", RankDistribution),
+                   profiles=rows("profiles", Profile, with_metric=False),
+                   per_task=rows("per_task", TaskScore, with_metric=False),
                    claims=rows("claims", Claim), checklist=rows("checklist", ChecklistItem, with_metric=False))
 
     def aggregate_index(self) -> dict:

@@ -84,13 +84,13 @@ class Report:
     ranks: dict
     """``{(budget, algorithm): RankSummary}`` (empty when the audit has no rank distribution)."""
     profiles: dict
-    """``{(budget, algorithm): dict(taus, fraction, lo, hi)}``."""
+    """``{(budget, algorithm): Profile}``."""
     claims: tuple[Claim, ...]
     checklist: tuple[ChecklistItem, ...]
     runs_needed: tuple[Ordering, ...]
     """Inconclusive orderings with an estimate of the runs needed, most runs last."""
     per_task: dict
-    """``{budget: [(task, {algorithm: dict(n_runs, mean, lo, hi)})]}``."""
+    """``{budget: [(task, {algorithm: TaskScore})]}``."""
     budgets_of_interest: tuple[int, ...] = ()
     sections: tuple[tuple[str, str], ...] = SECTIONS
     agreement: object | None = None
@@ -187,11 +187,11 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     orderings = rows.orderings
     ranks = {(row.budget, row.algorithm): _rank_summary(row) for row in rows.rank_distribution
              if row.metric == metric}
-    profiles = {(int(r["budget"]), str(r["algorithm"])): r for r in audit.get("profiles") or []}
+    profiles = {(p.budget, p.algorithm): p for p in rows.profiles}
 
     per_task_rows: dict = defaultdict(lambda: defaultdict(dict))
-    for row in audit.get("per_task") or []:
-        per_task_rows[int(row["budget"])][str(row["task"])][str(row["algorithm"])] = row
+    for row in rows.per_task:
+        per_task_rows[row.budget][row.task][row.algorithm] = row
     task_order = {t: i for i, t in enumerate(tasks)}
     per_task = {budget: sorted(per_task_rows[budget].items(),
                                key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))

@@ -457,20 +457,20 @@ def plot_profiles(report: Report, axes=None):
             if p is None:
                 continue
             s = styles[a]
-            ax.plot(p["taus"], p["fraction"], color=s["color"], lw=1.4, label=s["label"], marker=s["marker"], ms=3.5,
+            ax.plot(p.taus, p.fraction, color=s["color"], lw=1.4, label=s["label"], marker=s["marker"], ms=3.5,
                     linestyle=s["linestyle"],
-                    markevery=max(1, len(p["taus"]) // 6))
-            if p.get("lo") is not None and p.get("hi") is not None:
-                ax.fill_between(p["taus"], p["lo"], p["hi"], color=s["color"], alpha=0.18, linewidth=0)
+                    markevery=max(1, len(p.taus) // 6))
+            if p.lo and p.hi:
+                ax.fill_between(p.taus, p.lo, p.hi, color=s["color"], alpha=0.18, linewidth=0)
         # show tau up to where every profile has (nearly) reached zero: long tails squash the informative part
         ends = []
         for a in report.algorithms:
             p = report.profiles.get((budget, a))
-            if p is not None and len(p["taus"]):
-                hi_band = p.get("hi") or p["fraction"]
-                above = [t for t, f in zip(p["taus"], hi_band) if f is not None and f > 0.02]
-                ends.append(max(above) if above else p["taus"][0])
-        taus0 = [report.profiles[(budget, a)]["taus"][0] for a in report.algorithms if (budget, a) in report.profiles]
+            if p is not None and len(p.taus):
+                hi_band = p.hi or p.fraction
+                above = [t for t, f in zip(p.taus, hi_band) if f is not None and f > 0.02]
+                ends.append(max(above) if above else p.taus[0])
+        taus0 = [report.profiles[(budget, a)].taus[0] for a in report.algorithms if (budget, a) in report.profiles]
         if ends and taus0 and max(ends) > min(taus0):
             lo_t, hi_t = min(taus0), max(ends)
             ax.set_xlim(lo_t - 0.02 * (hi_t - lo_t), hi_t + 0.05 * (hi_t - lo_t))
