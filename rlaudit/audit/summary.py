@@ -33,8 +33,10 @@ def _styled(decision: str, text: str) -> Text:
     return Text(text, style="yellow" if decision == "inconclusive" else "bold")
 
 
-def _p(p: float, reps: int) -> str:
+def _p(p: float | None, reps: int) -> str:
     """``p`` to 3 digits; the smallest p-value ``reps`` replicates can give, ``1 / (reps + 1)``, as ``≤ …``."""
+    if p is None:
+        return "-"
     return f"≤ {1 / (reps + 1):.1g}" if p <= 1.0 / (reps + 1) else f"{p:.3g}"
 
 
