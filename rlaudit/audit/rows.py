@@ -123,8 +123,12 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_LIST = _list_of(lambda x: x)
 _INTS = _list_of(_int)
 _STRS = _list_of(_str)
+_NUMBERS = _list_of(lambda x: None if x is None else _float(x))
+_KINDS.update({_LIST: "a list", _INTS: "a list of integers", _STRS: "a list of strings",
+               _NUMBERS: "a list of numbers"})
 
 
 # --------------------------------------------------------------------------------------------- rows
@@ -138,9 +142,11 @@ class Interval:
 
     @classmethod
     def read(cls, r: _Row, point: str, lo: str, hi: str, point_required: bool = False) -> Interval:
-        """The interval stored under three keys of the row being read."""
-        p = r(point, _float) if point_required and r.row.get(point, 0) is not None else r(point, _float, None)
-        return cls(p, r(lo, _float, None), r(hi, _float, None))
+        """The interval stored under three keys of the row being read (each may be ``null``: unbounded or not
+        applicable; ``point_required``: the point's key must be there)."""
+        if point_required and point not in r.row:
+            raise InputError(f"{r.name} lacks key {point!r}")
+        return cls(r(point, _float, None), r(lo, _float, None), r(hi, _float, None))
 
 
 @dataclass(frozen=True)
@@ -341,7 +347,7 @@ class RankDistribution:
                   ) -> RankDistribution:
         """Read one ``rank_distribution`` row (``InputError`` naming the row when malformed)."""
         r = _Row.at(row, where, "rank_distribution", index)
-        probs = r("probs", _list_of(_float), what="a list of numbers")
+        probs = r("probs", _NUMBERS)
         return cls(r("budget", _int), r("algorithm"), r("metric", _str, metric),
                    tuple(0.0 if p is None else p for p in probs))
 
@@ -361,10 +367,9 @@ class Profile:
     def from_dict(cls, row: dict, where: str = "audit.json", index: int = 0) -> Profile:
         """Read one ``profiles`` row (``InputError`` naming ``where: profiles[index]`` when malformed)."""
         r = _Row.at(row, where, "profiles", index)
-        numbers = _list_of(lambda x: None if x is None else _float(x))
-        taus = r("taus", numbers, what="a list of numbers")
-        out = cls(r("budget", _int), r("algorithm"), taus, r("fraction", numbers, what="a list of numbers"),
-                  r("lo", numbers, (), "a list of numbers"), r("hi", numbers, (), "a list of numbers"))
+        taus = r("taus", _NUMBERS)
+        out = cls(r("budget", _int), r("algorithm"), taus, r("fraction", _NUMBERS), r("lo", _NUMBERS, ()),
+                  r("hi", _NUMBERS, ()))
         if None in taus or any(len(v) not in (0, len(taus)) for v in (out.lo, out.hi)) or \
                 len(out.fraction) != len(taus):
             raise InputError(f"{r.name}: taus, fraction, lo and hi must be lists of the same length "
@@ -420,12 +425,12 @@ class Claim:
         """Read one ``claims`` row and its ``per_budget`` entries (``InputError`` naming the row when malformed)."""
         r = _Row.at(row, where, "claims", index)
         per = []
-        for i, _ in enumerate(r("per_budget", _list_of(lambda x: x), what="a list")):
+        for i, _ in enumerate(r("per_budget", _LIST)):
             p = r.nested("per_budget", i)
             per.append(ClaimBudget(p("budget", _int), p("verdict", choices=VERDICTS), p("decision", choices=DECISIONS),
                                    Interval.read(p, "diff_point", "diff_lo", "diff_hi")))
         return cls(r("text"), r("better"), r("worse"), r("metric", _str, metric),
-                   r("budgets", _INTS, (), "a list of integers"), r("source", _str, None), tuple(per))
+                   r("budgets", _INTS, ()), r("source", _str, None), tuple(per))
 
     @property
     def status(self) -> str:
@@ -585,38 +590,38 @@ class PublishedAgreement:
         where = f"{where}: published_agreement"
         top = _Row(doc, where)
         pub, rer = _Row(top("published", _dict), f"{where}.published"), _Row(top("rerun", _dict), f"{where}.rerun")
-        listed = top("orderings", _list_of(lambda x: x), what="a list")
+        listed = top("orderings", _LIST)
         orderings = []
         for i in range(len(listed)):
             r = _Row.at(listed[i], where, "orderings", i, ".")
             cells = []
-            for j in range(len(r("per_budget", _list_of(lambda x: x), what="a list"))):
+            for j in range(len(r("per_budget", _LIST))):
                 p = r.nested("per_budget", j)
                 cells.append(AgreementCell(p("budget", _int), p("status", choices=AGREEMENT_STATUSES),
                                            Interval.read(p, "diff_point", "diff_lo", "diff_hi")))
-            orderings.append(PublishedOrdering(r("better"), r("worse"), r("published_budgets", _INTS, (), "a list of "
-                                               "integers"), r("rerun_better", _str, None), r("rerun_worse", _str, None),
+            orderings.append(PublishedOrdering(r("better"), r("worse"), r("published_budgets", _INTS, ()),
+                                               r("rerun_better", _str, None), r("rerun_worse", _str, None),
                                                tuple(cells)))
         summary = []
-        for i in range(len(top("summary", _list_of(lambda x: x), what="a list"))):
+        for i in range(len(top("summary", _LIST))):
             r = _Row.at(doc["summary"][i], where, "summary", i, ".")
             summary.append(AgreementCount(r("budget", _int), r("holds", _int), r("reversed", _int),
                                           r("undecided", _int), r("not rerun", _int)))
         ranks = []
-        for i in range(len(top("rank_agreement", _list_of(lambda x: x), (), "a list"))):
+        for i in range(len(top("rank_agreement", _LIST, ()))):
             r = _Row.at(doc["rank_agreement"][i], where, "rank_agreement", i, ".")
             ranks.append(RankAgreement(r("published_budget", _int), r("rerun_budget", _int),
                                        Interval.read(r, "tau", "lo", "hi"),
-                                       r("published_ranking", _STRS, (), "a list of strings"),
-                                       r("rerun_ranking", _STRS, (), "a list of strings")))
+                                       r("published_ranking", _STRS, ()),
+                                       r("rerun_ranking", _STRS, ())))
         mapping = []
-        for i in range(len(top("mapping", _list_of(lambda x: x), (), "a list"))):
+        for i in range(len(top("mapping", _LIST, ()))):
             r = _Row.at(doc["mapping"][i], where, "mapping", i, ".")
             mapping.append((r("published"), r("rerun")))
         return cls(name=pub("name", _str, None), protocol=pub("protocol", _str, None),
-                   published_budgets=pub("budgets", _INTS, (), "a list of integers"),
+                   published_budgets=pub("budgets", _INTS, ()),
                    published_unit=pub("budget_unit", _str, None), suite=rer("suite", _str, None),
-                   rerun_budgets=rer("budgets", _INTS, what="a list of integers"),
+                   rerun_budgets=rer("budgets", _INTS),
                    rerun_unit=rer("budget_unit", _str, None), metric=top("metric"), mapping=tuple(mapping),
-                   not_rerun=top("not_rerun", _STRS, (), "a list of strings"), caveat=top("caveat"),
+                   not_rerun=top("not_rerun", _STRS, ()), caveat=top("caveat"),
                    method=top("method"), orderings=tuple(orderings), summary=tuple(summary), ranks=tuple(ranks))
