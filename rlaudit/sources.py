@@ -102,7 +102,7 @@ def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> 
     table = export_table(path, eval_protocol)
     text, original = stored_protocol_text(path)
     protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
-    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.kind} for r in protocol.regimes)
+    labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.regime_kind} for r in protocol.regimes)
     return Source(table=table, path=str(path), budget_labels=labels, **_protocol_fields(protocol))
 
 

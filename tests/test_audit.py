@@ -706,3 +706,27 @@ def test_typed_ordering_rows_read_every_key_once():
         Ordering.from_dict({k: v for k, v in row.items() if k != "decision"}, "x.json", 4)
     with pytest.raises(InputError, match=r"orderings\[0\]\.decision is 'maybe'"):
         Ordering.from_dict(row | {"decision": "maybe"})
+
+
+def test_typed_rows_read_every_list_of_a_result():
+    from rlaudit.audit.rows import AuditRows, Change, Claim, Inversion
+
+    # B gains on A between budgets 1 and 2: decided orderings both ways, a confirmed inversion and a change
+    table = normal_table({("A", 1): 1.0, ("B", 1): 0.2, ("A", 2): 0.2, ("B", 2): 1.0}, n_tasks=4, n_runs=8, sd=0.2)
+    claims = parse_claims([{"better": "B", "worse": "A", "text": "B beats A"}], "test")
+    res = run_audit(table, FAST, claims)
+    rows = AuditRows.from_dict(res.to_dict())
+    assert [(i.kind, i.decision_low, i.decision_high) for i in rows.inversions] == [("confirmed", "a>b", "b>a")]
+    (change,) = rows.changes
+    assert (change.budget_low, change.budget_high, change.decision) == (1, 2, "changed") and change.diff.point < 0
+    (claim,) = rows.claims
+    assert [(p.budget, p.verdict) for p in claim.per_budget] == [(1, "reversed"), (2, "holds")]
+    assert claim.status == "reversed" and claim.overall_text() == res.claims[0]["overall"] == \
+        "mixed: holds at 2, reversed at 1"
+    assert len(rows.aggregates) == len(res.aggregates) and len(rows.orderings) == len(res.orderings)
+    with pytest.raises(InputError, match=r"^x\.json: changes\[0\]\.budget_high is True, expected an integer$"):
+        Change.from_dict(res.changes[0] | {"budget_high": True}, "x.json")
+    with pytest.raises(InputError, match=r"^x\.json: inversions\[3\] lacks key 'decision_high'$"):
+        Inversion.from_dict({k: v for k, v in res.inversions[0].items() if k != "decision_high"}, "x.json", 3)
+    with pytest.raises(InputError, match=r"^x\.json: claims\[0\]\.per_budget is 'holds', expected a list$"):
+        Claim.from_dict(res.claims[0] | {"per_budget": "holds"}, "x.json")

@@ -318,3 +318,36 @@ def test_protocol_file_audit_section_keys(tmp_path):
         with pytest.raises(InputError) as exc:
             parse_protocol(bad, "q.toml", base_dir=tmp_path)
         assert str(exc.value).startswith(fragment), str(exc.value)
+
+
+def test_summary_and_report_md_word_the_audit_alike(tmp_path):
+    """`audit`'s terminal summary and `report`'s Markdown read the same typed rows of one audit.json."""
+    p = write(tmp_path, "s.csv", GOOD)
+    c = write(tmp_path, "claims.toml", '[[claims]]\nbetter = "B"\nworse = "A"\ntext = "B beats A"\n')
+    code, stdout, stderr, exc = invoke(["audit", str(p), "--reps", "1200", "--seed", "3", "--claims", str(c),
+                                        "--normalize", "none", "--out", str(tmp_path / "o")])
+    assert code == 0, (stderr, exc)
+    code, _, stderr, exc = invoke(["report", str(tmp_path / "o" / "audit.json"), "-o", str(tmp_path / "r"),
+                                   "--format", "md"])
+    assert code == 0, (stderr, exc)
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    doc = json.loads((tmp_path / "o" / "audit.json").read_text())
+    assert doc["claims"][0]["overall"] == "reversed at all budgets"  # A is ahead at 10 and 20
+    assert "reversed at all budgets" in stdout and "reversed: reversed at all budgets" in md
+    for o in doc["orderings"]:
+        words = {"a>b": f"{o['a']} > {o['b']}", "b>a": f"{o['b']} > {o['a']}"}.get(o["decision"], "inconclusive")
+        assert words in stdout and f"| {o['a']} | {o['b']} | {words} |" in md
+
+
+def test_report_of_a_malformed_audit_json_names_the_row(tmp_path):
+    p = write(tmp_path, "s.csv", GOOD)
+    code, *_ = invoke(["audit", str(p), "--reps", "1200", "--normalize", "none", "--out", str(tmp_path / "o")])
+    assert code == 0
+    src = tmp_path / "o" / "audit.json"
+    doc = json.loads(src.read_text())
+    doc["changes"][0]["decision"] = "fails"
+    src.write_text(json.dumps(doc))
+    code, stdout, stderr, exc = invoke(["report", str(src), "-o", str(tmp_path / "r")])
+    assert code == 2 and not isinstance(exc, (KeyError, TypeError, AttributeError))
+    assert stderr == (f"error: {src}: changes[0].decision is 'fails', expected 'changed' or 'inconclusive'\n")
+    assert not (tmp_path / "r").exists()

@@ -65,7 +65,7 @@ def validate(tmp_path: Path, text: str, *extra: str):
 def test_good_protocol_loads_into_frozen_objects(tmp_path):
     p = load_protocol(write(tmp_path, GOOD))
     assert p.name == "tiny" and p.seeds == (0, 1)
-    assert [(r.name, r.budget, r.kind) for r in p.regimes] == [("low", 1000, "nested"), ("mid", 2000, "nested"),
+    assert [(r.name, r.budget, r.regime_kind) for r in p.regimes] == [("low", 1000, "nested"), ("mid", 2000, "nested"),
                                                               ("high", 4000, "nested")]
     assert p.labels == ["PPO", "DQN"]
     assert p.algorithms[0].hyperparams == {"n_steps": 64}
@@ -100,7 +100,7 @@ def test_plan_separate_regime_from_overrides(tmp_path):
     text = text.replace('[evaluation]', '[evaluation]\neval_every = 500')
     pl = plan(parse_protocol(text, "p.toml"))
     p = pl.protocol
-    assert [(r.name, r.kind) for r in p.regimes] == [("low", "separate"), ("mid", "nested"), ("high", "nested")]
+    assert [(r.name, r.regime_kind) for r in p.regimes] == [("low", "separate"), ("mid", "nested"), ("high", "nested")]
     ids = [r.run_id for r in pl.runs]
     assert "CartPole-v1__DQN__1__low" in ids and "CartPole-v1__PPO__1__low" in ids  # every algorithm, same regime
     low_dqn = next(r for r in pl.runs if r.run_id == "CartPole-v1__DQN__1__low")
@@ -115,7 +115,7 @@ def test_plan_separate_regime_from_overrides(tmp_path):
 def test_explicit_separate_regime_table():
     text = GOOD.replace("low = 1_000", 'low = { budget = 1_000, mode = "separate" }')
     p = parse_protocol(text, "p.toml")
-    assert [(r.name, r.kind) for r in p.regimes][0] == ("low", "separate")
+    assert [(r.name, r.regime_kind) for r in p.regimes][0] == ("low", "separate")
 
 
 def test_validate_prints_plan(tmp_path):

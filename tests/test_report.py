@@ -28,7 +28,7 @@ from rlaudit.audit import AuditSettings, parse_claims, run_audit
 from rlaudit.errors import InputError
 from rlaudit.report import build_report, parse_formats
 from rlaudit.report.model import SECTIONS, build_model, format_budget, format_interval, format_number
-from rlaudit.report.render import md_escape, tex_escape
+from rlaudit.report.render import md_escape, render_text, tex_escape
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
@@ -663,3 +663,101 @@ def test_html_in_headless_chromium(report_dir, hostile_dir, tmp_path):
     assert hostile_errors == [] and hostile["scripts"] == 0
     assert "<script>alert(1)</script>" in hostile["text"] and "<b>bold</b>" in hostile["text"]
     assert {e["method"] for e in broken_errors} >= {"Network.loadingFailed", "Runtime.consoleAPICalled"}
+
+
+# ------------------------------------------------------------------------------------------------ typed rows
+def _mutate(doc: dict, path: tuple, value) -> dict:
+    """A deep copy of ``doc`` with the key at ``path`` set to ``value`` (``...`` deletes it)."""
+    bad = json.loads(json.dumps(doc))
+    node = bad
+    for key in path[:-1]:
+        node = node[key]
+    if value is ...:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return bad
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("changes", 2, "decision"), ..., "audit.json: changes[2] lacks key 'decision'"),
+    (("changes", 0, "decision"), "reversed", "audit.json: changes[0].decision is 'reversed', expected 'changed' or "
+                                             "'inconclusive'"),
+    (("inversions", 1, "budget_low"), "10M", "audit.json: inversions[1].budget_low is '10M', expected an integer"),
+    (("inversions", 0, "kind"), "lost", "audit.json: inversions[0].kind is 'lost', expected 'confirmed', 'changed', "
+                                        "'decided_once', 'unconfirmed' or 'stable'"),
+    (("claims", 0, "per_budget", 1, "verdict"), "fails", "audit.json: claims[0].per_budget[1].verdict is 'fails', "
+                                                         "expected 'holds', 'reversed' or 'inconclusive'"),
+    (("claims", 1, "text"), ..., "audit.json: claims[1] lacks key 'text'"),
+    (("claims", 2, "budgets"), "all", "audit.json: claims[2].budgets is 'all', expected a list of integers"),
+    (("checklist", 0), "few runs", "audit.json: checklist[0] is str, expected an object"),
+    (("crossovers", 0, "from"), None, "audit.json: crossovers[0].from is None, expected 'a>b', 'b>a' or "
+                                      "'inconclusive'"),
+    (("metric_sensitivity", 0, "decisions", "og"), "?", "audit.json: metric_sensitivity[0].decisions['og'] is '?', "
+                                                         "expected 'a>b', 'b>a' or 'inconclusive'"),
+    (("aggregates", 5, "point"), "high", "audit.json: aggregates[5].point is 'high', expected a number"),
+    (("orderings", 3, "runs_needed_capped"), "no", "audit.json: orderings[3].runs_needed_capped is 'no', expected "
+                                                   "true or false"),
+    (("inversions",), {"a": 1}, "audit.json: key 'inversions' has type dict, expected list"),
+    (("per_task", 7, "n_runs"), "5", "audit.json: per_task[7].n_runs is '5', expected an integer"),
+    (("profiles", 1, "taus"), ..., "audit.json: profiles[1] lacks key 'taus'"),
+    (("profiles", 0, "fraction"), [0.5], "audit.json: profiles[0]: taus, fraction, lo and hi must be lists of the "
+                                         "same length (taus without nulls)"),
+])
+def test_malformed_rows_name_the_row_and_key(audit_doc, path, value, message):
+    with pytest.raises(InputError) as exc:
+        build_model(_mutate(audit_doc, path, value))
+    assert str(exc.value) == message
+
+
+def test_cli_malformed_row_is_one_line_exit_2(audit_doc, tmp_path):
+    src = tmp_path / "audit.json"
+    src.write_text(json.dumps(_mutate(audit_doc, ("claims", 0, "per_budget", 0, "budget"), 1.5)))
+    res = CliRunner().invoke(_cli(), ["report", str(src), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert res.output == f"error: {src}: claims[0].per_budget[0].budget is 1.5, expected an integer\n", res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_malformed_published_agreement_names_the_entry(audit_doc):
+    doc = {"published": {"name": "p"}, "rerun": {"budgets": [100]}, "metric": "iqm", "caveat": "c", "method": "m",
+           "orderings": [{"better": "A", "worse": "B", "published_budgets": [1],
+                          "per_budget": [{"budget": 100, "status": "fails"}]}], "summary": []}
+    with pytest.raises(InputError) as exc:
+        build_model({**audit_doc, "published_agreement": doc})
+    assert str(exc.value) == ("audit.json: published_agreement.orderings[0].per_budget[0].status is 'fails', "
+                              "expected 'holds', 'reversed', 'undecided' or 'not rerun'")
+    del doc["orderings"][0]["per_budget"][0]["status"]
+    with pytest.raises(InputError, match=r"^audit\.json: published_agreement\.orderings\[0\]\.per_budget\[0\] "
+                                         r"lacks key 'status'$"):
+        build_model({**audit_doc, "published_agreement": doc})
+    doc["orderings"][0]["per_budget"][0]["status"] = "holds"
+    doc["summary"] = [{"budget": 100, "holds": 1, "reversed": 0, "undecided": 0}]
+    with pytest.raises(InputError, match=r"^audit\.json: published_agreement\.summary\[0\] lacks key 'not rerun'$"):
+        build_model({**audit_doc, "published_agreement": doc})
+    doc["summary"][0]["not rerun"] = 0
+    a = build_model({**audit_doc, "published_agreement": doc}).agreement
+    assert a.rows[0]["cells"] == [("holds", "holds")] and a.summary[0]["holds"] == 1
+
+
+def test_summary_and_report_word_claims_and_decisions_alike(audit_doc, tmp_path):
+    """The terminal summary and every report format read the same typed rows, so they say the same words."""
+    from rich.console import Console
+
+    from rlaudit.audit import AuditResult
+    from rlaudit.audit.rows import decision_text
+    from rlaudit.audit.summary import render_summary
+
+    r = build_model(audit_doc)
+    console = Console(record=True, width=400)
+    render_summary(AuditResult.from_dict(audit_doc), console)
+    summary = console.export_text()
+    md = render_text(r, "md", {stem: {} for stem in STEMS})
+    overall = [c.overall_text(r.budget) for c in r.claims]
+    assert len(set(overall)) >= 2  # holds somewhere, mixed somewhere: the check can tell claims apart
+    for c, text in zip(r.claims, overall):
+        assert f"{c.status}: {text}" in md
+        assert text in summary
+    for c in r.crossovers:
+        assert f"{decision_text(c.before, c.a, c.b)} up to {r.budget(c.last_budget_before)}" in summary
+        assert decision_text(c.before, c.a, c.b) in md

@@ -147,7 +147,7 @@ def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
     assert p.name == "dopamine-atari-200m-rerun-minatar" and not p.is_published
     assert tuple(t.id for t in p.tasks) == section.suites["minatar"].tasks
     assert p.labels == ["DQN", "C51", "Rainbow", "IQN", "QR-DQN"]
-    assert [(r.name, r.budget, r.kind) for r in p.regimes] == [("100k", 100_000, "nested"), ("1M", 1_000_000, "nested")]
+    assert [(r.name, r.budget, r.regime_kind) for r in p.regimes] == [("100k", 100_000, "nested"), ("1M", 1_000_000, "nested")]
     assert p.rerun_of["agents"]["QR-DQN"] == "Quantile (JAX)" and p.rerun_of["suite"] == "minatar"
     # Published claims between rerun agents carry over under the rerun labels; DQN (Adam + MSE) is not rerun.
     assert {(c["better"], c["worse"]) for c in p.claims} == {("Rainbow", "DQN"), ("IQN", "Rainbow"), ("C51", "DQN"),

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlaudit.audit.rows import AGREEMENT_STATUSES, Ordering
 from rlaudit.stats.agreement import kendall_tau, kendall_tau_rows
-
-STATUSES = ("holds", "reversed", "undecided", "not rerun")
-"""What a published ordering becomes at a rerun budget."""
 
 
 def ordering_status(rerun_decision: str | None, better_is_a: bool) -> str:
@@ -55,27 +53,31 @@ def compare_orderings(published: list[dict], rerun: list[dict], mapping: dict[st
         ``diff_*`` are the rerun's metric(better) − metric(worse) and its interval (``None`` when not rerun).
     """
     grouped: dict[tuple[str, str], list[int]] = {}
-    for o in published:
-        if o.get("metric", metric) != metric or o["decision"] not in ("a>b", "b>a"):
+    for o in (Ordering.from_dict(row, "published audit", i, metric) for i, row in enumerate(published)):
+        if o.metric != metric or o.winner is None:
             continue
-        better, worse = (o["a"], o["b"]) if o["decision"] == "a>b" else (o["b"], o["a"])
-        grouped.setdefault((better, worse), []).append(int(o["budget"]))
-    index = {(int(o["budget"]), o["a"], o["b"]): o for o in rerun if o.get("metric", metric) == metric}
+        better, worse = (o.a, o.b) if o.decision == "a>b" else (o.b, o.a)
+        grouped.setdefault((better, worse), []).append(o.budget)
+    index = {(o.budget, o.a, o.b): o for o in (Ordering.from_dict(row, "rerun audit", i, metric)
+                                                for i, row in enumerate(rerun)) if o.metric == metric}
     out = []
     for (better, worse), budgets in sorted(grouped.items(), key=lambda kv: (min(kv[1]), kv[0])):
         rb, rw = mapping.get(better), mapping.get(worse)
         per = []
-        for b in rerun_budgets:
-            o = index.get((b, rb, rw)) if rb and rw else None
+        for budget in rerun_budgets:
+            o = index.get((budget, rb, rw)) if rb and rw else None
             flip = o is None and rb and rw
             if flip:
-                o = index.get((b, rw, rb))
-            status = ordering_status(o["decision"] if o else None, not flip)
-            sign = -1.0 if flip else 1.0
-            diff = [None if o is None or o.get(k) is None else sign * o[k] for k in ("diff_point", "diff_lo", "diff_hi")]
-            if flip:
-                diff[1], diff[2] = diff[2], diff[1]
-            per.append({"budget": b, "status": status, "decision": None if o is None else o["decision"],
+                o = index.get((budget, rw, rb))
+            status = ordering_status(o.decision if o else None, not flip)
+            # the rerun's metric(better) - metric(worse): the ordering's diff, negated and swapped when flipped
+            if o is None:
+                diff = [None, None, None]
+            elif flip:
+                diff = [None if x is None else -x for x in (o.diff.point, o.diff.hi, o.diff.lo)]
+            else:
+                diff = [o.diff.point, o.diff.lo, o.diff.hi]
+            per.append({"budget": budget, "status": status, "decision": None if o is None else o.decision,
                         "diff_point": diff[0], "diff_lo": diff[1], "diff_hi": diff[2]})
         out.append({"better": better, "worse": worse, "published_budgets": sorted(budgets), "rerun_better": rb,
                     "rerun_worse": rw, "per_budget": per})
@@ -111,9 +113,9 @@ def rank_agreement(published_point, rerun_point, published_reps, rerun_reps, con
 def summarize(orderings: list[dict], rerun_budgets: list[int]) -> list[dict]:
     """Counts of each status per rerun budget: ``[{budget, holds, reversed, undecided, not rerun}]``."""
     out = []
-    for i, b in enumerate(rerun_budgets):
-        counts = {s: 0 for s in STATUSES}
+    for i, budget in enumerate(rerun_budgets):
+        counts = {s: 0 for s in AGREEMENT_STATUSES}
         for o in orderings:
             counts[o["per_budget"][i]["status"]] += 1
-        out.append({"budget": b, **counts})
+        out.append({"budget": budget, **counts})
     return out

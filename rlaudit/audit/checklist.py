@@ -84,14 +84,20 @@ def check_runs(frame: pd.DataFrame) -> list[Finding]:
     return findings
 
 
+def _only_some(items: Sequence, by_algorithm: dict[str, set]) -> tuple[dict, str]:
+    """``{item: [algorithms that have it]}`` for items only some algorithms have, and its description
+    (``"Pong (only DQN, IQN), …"``): shared by the missing-task and missing-budget findings."""
+    have = {x: sorted(a for a, xs in by_algorithm.items() if x in xs) for x in items}
+    return have, _names([f"{x} (only {', '.join(have[x])})" for x in items], limit=4)
+
+
 def check_tasks(tasks_by_algorithm: dict[str, set[str]], common: Sequence[str]) -> list[Finding]:
     """``unequal-tasks``: tasks that only some algorithms have (the audit uses the common tasks)."""
     all_tasks = sorted(set().union(*tasks_by_algorithm.values()))
     dropped = [t for t in all_tasks if t not in set(common)]
     if not dropped:
         return []
-    have = {t: sorted(a for a, ts in tasks_by_algorithm.items() if t in ts) for t in dropped}
-    desc = _names([f"{t} (only {', '.join(have[t])})" for t in dropped], limit=4)
+    have, desc = _only_some(dropped, tasks_by_algorithm)
     return [Finding(
         "unequal-tasks", "warning",
         f"audited on the {len(common)} tasks every algorithm has; {len(dropped)} dropped: {desc}",
@@ -107,8 +113,7 @@ def check_budgets(budgets_by_algorithm: dict[str, set[int]], audited: Sequence[i
                if any(b not in bs for bs in budgets_by_algorithm.values()) and b not in set(audited)]
     if not partial:
         return []
-    have = {int(b): sorted(a for a, bs in budgets_by_algorithm.items() if b in bs) for b in partial}
-    desc = _names([f"{b} (only {', '.join(have[b])})" for b in partial], limit=4)
+    have, desc = _only_some([int(b) for b in partial], budgets_by_algorithm)
     return [Finding(
         "partial-budgets", "warning",
         f"{len(partial)} budget(s) in {unit} present for some algorithms only and not audited: {desc}",

@@ -34,11 +34,11 @@ def format_budget(budget: int | float, unit: str | None = None) -> str:
         budget: the budget in its unit (integer in ``audit.json``).
         unit: budget unit (``"frames"``); appended in words when given.
     """
-    b = float(budget)
-    text = f"{b:.0f}" if b == round(b) else f"{b:g}"
+    value = float(budget)
+    text = f"{value:.0f}" if value == round(value) else f"{value:g}"
     for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(b) >= scale:
-            v = b / scale
+        if abs(value) >= scale:
+            v = value / scale
             text = (f"{v:.0f}" if v == round(v) else f"{v:.3g}") + suffix
             break
     return f"{text} {unit_name(unit)}" if unit else text

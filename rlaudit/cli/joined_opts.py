@@ -111,18 +111,20 @@ def write_document(doc: dict, path: Path) -> Path:
 
 def echo_agreement(doc: dict, echo=click.echo) -> None:
     """Print the published-vs-rerun summary (nothing when the document has none)."""
-    pa = doc.get("published_agreement")
-    if not pa:
+    from rlaudit.audit.rows import PublishedAgreement
+
+    if not doc.get("published_agreement"):
         return
-    echo(f"published vs rerun ({pa['published']['name']} -> {pa['rerun']['suite']}): {pa['caveat']}")
-    for s in pa["summary"]:
-        echo(f"  rerun budget {s['budget']:,}: {s['holds']} hold, {s['reversed']} reversed, {s['undecided']} "
-             f"undecided, {s['not rerun']} not rerun (of {len(pa['orderings'])} decided published orderings)")
-    last = max(pa["published"]["budgets"]) if pa["published"]["budgets"] else None
-    for r in pa["rank_agreement"]:
-        if r["published_budget"] == last:
-            tau = "undefined" if r["tau"] is None else f"{r['tau']:.2f}"
-            ci = "" if r["lo"] is None else f" [{r['lo']:.2f}, {r['hi']:.2f}]"
-            echo(f"  Kendall tau, published {last:,} vs rerun {r['rerun_budget']:,}: {tau}{ci}")
-    if pa["not_rerun"]:
-        echo(f"  not rerun: {', '.join(pa['not_rerun'])}")
+    pa = PublishedAgreement.from_dict(doc["published_agreement"])
+    echo(f"published vs rerun ({pa.name} -> {pa.suite}): {pa.caveat}")
+    for s in pa.summary:
+        echo(f"  rerun budget {s.budget:,}: {s.holds} hold, {s.reversed} reversed, {s.undecided} "
+             f"undecided, {s.not_rerun} not rerun (of {len(pa.orderings)} decided published orderings)")
+    last = max(pa.published_budgets) if pa.published_budgets else None
+    for r in pa.ranks:
+        if r.published_budget == last:
+            tau = "undefined" if r.tau.point is None else f"{r.tau.point:.2f}"
+            ci = "" if r.tau.lo is None or r.tau.hi is None else f" [{r.tau.lo:.2f}, {r.tau.hi:.2f}]"
+            echo(f"  Kendall tau, published {last:,} vs rerun {r.rerun_budget:,}: {tau}{ci}")
+    if pa.not_rerun:
+        echo(f"  not rerun: {', '.join(pa.not_rerun)}")

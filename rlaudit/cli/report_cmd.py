@@ -72,8 +72,9 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
                              "when SOURCE is scores, a store or a protocol (re-run the audit instead)")
         if not path.exists():
             raise InputError(f"{path}: no such file")
-        audit = _read_audit_json(path)
+        audit, where = _read_audit_json(path), str(path)
     else:
+        where = "audit.json"  # computed here, not read from a file
         audit = _audit_first(source, fmt=fmt, data_dir=data_dir, normalize=normalize, metric=metric, budgets=budgets,
                              claims_file=claims_file, reps=reps, reps_pairwise=reps_pairwise, seed=seed, alpha=alpha,
                              gamma=gamma, ci_method=ci_method, correction=correction, small_sample=small_sample,
@@ -89,7 +90,8 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
     with Progress(TextColumn("rendering report"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("render", total=max(n_steps, 1))
-        files = build_report(audit, out_dir, formats, title=title, progress=lambda _name: bar.advance(task))
+        files = build_report(audit, out_dir, formats, title=title, progress=lambda _name: bar.advance(task),
+                             where=where)
     for f in files:
         if f.parent.name != "figures":
             click.echo(f"wrote {f}", err=True)

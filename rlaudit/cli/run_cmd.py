@@ -37,8 +37,8 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     echo(f"  algorithms: {', '.join(a.label if a.label == a.name else f'{a.label} ({a.name})' for a in p.algorithms)}")
     echo(f"  seeds:      {len(p.seeds)} ({', '.join(map(str, p.seeds[:10]))}{', …' if len(p.seeds) > 10 else ''})")
     for r in p.regimes:
-        what = ("anytime reading of the nested run" if r.kind == "nested" else "own runs trained for this budget")
-        echo(f"  regime {r.name:<10} {r.budget:>12,} env steps  {r.kind:<8}  ({what})")
+        what = ("anytime reading of the nested run" if r.regime_kind == "nested" else "own runs trained for this budget")
+        echo(f"  regime {r.name:<10} {r.budget:>12,} env steps  {r.regime_kind:<8}  ({what})")
     ev = p.evaluation
     echo(f"  evaluation: {ev.n_eval_episodes} episodes, "
          f"{'deterministic' if ev.deterministic else 'stochastic'}"

@@ -193,24 +193,24 @@ def _rerun_fields(doc: dict, where: str) -> dict:
         if isinstance(r, dict):
             _keys(r, REGIME_KEYS, at, "key")
             budget = _int(r, "budget", at, required=True, positive=True)
-            mode = _str(r, "mode", at) or ("separate" if rname in overridden else "nested")
-            if mode not in ("nested", "separate"):
-                raise InputError(f"{at}.mode: {mode!r}{did_you_mean(mode, ['nested', 'separate'])}; "
+            regime_kind = _str(r, "mode", at) or ("separate" if rname in overridden else "nested")
+            if regime_kind not in ("nested", "separate"):
+                raise InputError(f"{at}.mode: {regime_kind!r}{did_you_mean(regime_kind, ['nested', 'separate'])}; "
                                  f"expected 'nested' or 'separate'")
-            if mode == "nested" and rname in overridden:
+            if regime_kind == "nested" and rname in overridden:
                 raise InputError(f"{at}.mode: regime {rname!r} has per-algorithm overrides, so it needs its own "
                                  f"runs; use mode = 'separate'")
         else:
             budget = _budget_value(r, at)
-            mode = "separate" if rname in overridden else "nested"
-        regimes.append(Regime(rname, budget, mode))
+            regime_kind = "separate" if rname in overridden else "nested"
+        regimes.append(Regime(rname, budget, regime_kind))
     seen: dict[int, str] = {}
     for r in regimes:
         if r.budget in seen:
             raise InputError(f"{where}: regimes.{r.name}: budget {r.budget} is already regime "
                              f"{seen[r.budget]!r}; each regime needs its own budget")
         seen[r.budget] = r.name
-    nested = [r for r in regimes if r.kind == "nested"]
+    nested = [r for r in regimes if r.regime_kind == "nested"]
     for prev, cur in zip(nested, nested[1:]):
         if cur.budget <= prev.budget:
             raise InputError(f"{where}: regimes.{cur.name}: budget {cur.budget} is not larger than "

@@ -108,7 +108,7 @@ def plan(protocol: Protocol) -> Plan:
                     runs.append(RunSpec(run_id(t.id, a.label, seed, r.name), protocol.hash, task,
                                         AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
                                         seed, (r.budget,), evs, "separate", r.name))
-    labels = tuple(BudgetLabel(r.name, r.budget, r.kind, "nested" if r.kind == "nested" else r.name)
+    labels = tuple(BudgetLabel(r.name, r.budget, r.regime_kind, "nested" if r.regime_kind == "nested" else r.name)
                    for r in protocol.regimes)
     return Plan(protocol, tuple(runs), labels)
 

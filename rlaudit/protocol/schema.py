@@ -71,9 +71,11 @@ class Regime:
     """Regime name (``low``, ``high``, …); written to the score table's ``regime`` column."""
     budget: int
     """Budget in env steps."""
-    kind: str
+    regime_kind: str
     """``nested``: read from the shared run trained to the largest nested budget (an *anytime* reading);
-    ``separate``: its own runs, trained for this budget (schedules scaled to it)."""
+    ``separate``: its own runs, trained for this budget (schedules scaled to it). One name everywhere: the
+    protocol file's key is ``mode`` (``{budget = N, mode = "separate"}``, the user's word), and it is
+    ``regime_kind`` in Python, the score table's column, the store's ``runs`` column and ``audit.json``."""
 
 
 @dataclass(frozen=True)
@@ -178,9 +180,9 @@ class Protocol:
     @property
     def nested(self) -> tuple[Regime, ...]:
         """Nested regimes, ascending."""
-        return tuple(r for r in self.regimes if r.kind == "nested")
+        return tuple(r for r in self.regimes if r.regime_kind == "nested")
 
     @property
     def separate(self) -> tuple[Regime, ...]:
         """Separate regimes, ascending."""
-        return tuple(r for r in self.regimes if r.kind == "separate")
+        return tuple(r for r in self.regimes if r.regime_kind == "separate")

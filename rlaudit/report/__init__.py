@@ -45,7 +45,8 @@ def parse_formats(formats: str | Iterable[str], where: str = "--format") -> tupl
 
 
 def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterable[str] = FORMATS,
-                 title: str | None = None, progress: Callable[[str], None] | None = None) -> list[Path]:
+                 title: str | None = None, progress: Callable[[str], None] | None = None,
+                 where: str = "audit.json") -> list[Path]:
     """Write a report of ``audit`` into ``out_dir``; all or nothing.
 
     Args:
@@ -55,6 +56,7 @@ def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterabl
             ``json`` (``audit.json``); figures go to ``figures/`` whenever a text format is asked for.
         title: report title (default: from the audit's source).
         progress: called with the name of each figure or file once written.
+        where: name of the document in error messages (its file).
 
     Returns:
         Paths of the written files (absolute).
@@ -67,7 +69,7 @@ def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterabl
     from rlaudit.report.render import write_report
 
     formats = parse_formats(formats)
-    report = build_model(audit, title=title)
+    report = build_model(audit, title=title, where=where)
     out = Path(out_dir)
     created = not out.exists()
     try:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlaudit.audit.result import format_budget
-from rlaudit.report.parts import Finding, format_number
+from rlaudit.audit.rows import PublishedAgreement
+from rlaudit.report.parts import Finding, format_interval
 
 ANCHOR = "published-vs-rerun"
 HEADING = "Published vs rerun"
@@ -41,36 +42,37 @@ class Agreement:
     """``{published_budget, rerun_budget, tau, ci, published_ranking, rerun_ranking}`` (strings)."""
 
 
-def build_agreement(doc: dict | None) -> Agreement | None:
-    """The section model, or ``None`` when the audit has no ``published_agreement``."""
+def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | None:
+    """The section model, or ``None`` when the audit has no ``published_agreement``.
+
+    Raises:
+        InputError: a malformed ``published_agreement`` (naming the part and key).
+    """
     if not doc:
         return None
-    pub, rer = doc["published"], doc["rerun"]
-    pu, ru = pub.get("budget_unit"), rer.get("budget_unit")
-    rerun_budgets = tuple(format_budget(b, ru) for b in rer["budgets"])
+    pa = PublishedAgreement.from_dict(doc, where)
+    pu, ru = pa.published_unit, pa.rerun_unit
     rows = []
-    for o in doc["orderings"]:
+    for o in pa.orderings:
         cells = []
-        for p in o["per_budget"]:
-            text = p["status"]
-            if p.get("diff_point") is not None:
-                text += f" ({format_number(p['diff_point'])} [{format_number(p['diff_lo'])}, {format_number(p['diff_hi'])}])"
-            cells.append((p["status"], text))
-        rows.append({"pair": f"{o['better']} > {o['worse']}",
-                     "rerun_pair": f"{o['rerun_better'] or '–'} vs {o['rerun_worse'] or '–'}",
-                     "published_budgets": ", ".join(format_budget(b) for b in o["published_budgets"]), "cells": cells})
-    summary = tuple({"budget": format_budget(s["budget"], ru), "holds": s["holds"], "reversed": s["reversed"],
-                     "undecided": s["undecided"], "not_rerun": s["not rerun"]} for s in doc["summary"])
-    ranks = tuple({"published_budget": format_budget(r["published_budget"], pu),
-                   "rerun_budget": format_budget(r["rerun_budget"], ru),
-                   "tau": "undefined" if r["tau"] is None else f"{r['tau']:.2f}",
-                   "ci": "–" if r["lo"] is None else f"[{r['lo']:.2f}, {r['hi']:.2f}]",
-                   "published_ranking": " > ".join(r.get("published_ranking") or []),
-                   "rerun_ranking": " > ".join(r.get("rerun_ranking") or [])} for r in doc["rank_agreement"])
-    return Agreement(published=f"{pub.get('name')} ({pub.get('protocol')})", suite=str(rer.get("suite")),
-                     caveat=doc["caveat"], method=doc["method"], metric=doc["metric"],
-                     mapping=tuple((m["published"], m["rerun"]) for m in doc["mapping"]),
-                     not_rerun=tuple(doc["not_rerun"]), rerun_budgets=rerun_budgets, rows=tuple(rows),
+        for p in o.per_budget:
+            diff = "" if p.diff.point is None else f" ({format_interval(p.diff.point, p.diff.lo, p.diff.hi)})"
+            cells.append((p.status, p.status + diff))
+        rows.append({"pair": f"{o.better} > {o.worse}",
+                     "rerun_pair": f"{o.rerun_better or '–'} vs {o.rerun_worse or '–'}",
+                     "published_budgets": ", ".join(format_budget(budget) for budget in o.published_budgets),
+                     "cells": cells})
+    summary = tuple({"budget": format_budget(s.budget, ru), "holds": s.holds, "reversed": s.reversed,
+                     "undecided": s.undecided, "not_rerun": s.not_rerun} for s in pa.summary)
+    ranks = tuple({"published_budget": format_budget(r.published_budget, pu),
+                   "rerun_budget": format_budget(r.rerun_budget, ru),
+                   "tau": "undefined" if r.tau.point is None else f"{r.tau.point:.2f}",
+                   "ci": "–" if r.tau.lo is None or r.tau.hi is None else f"[{r.tau.lo:.2f}, {r.tau.hi:.2f}]",
+                   "published_ranking": " > ".join(r.published_ranking),
+                   "rerun_ranking": " > ".join(r.rerun_ranking)} for r in pa.ranks)
+    return Agreement(published=f"{pa.name} ({pa.protocol})", suite=str(pa.suite), caveat=pa.caveat,
+                     method=pa.method, metric=pa.metric, mapping=pa.mapping, not_rerun=pa.not_rerun,
+                     rerun_budgets=tuple(format_budget(budget, ru) for budget in pa.rerun_budgets), rows=tuple(rows),
                      summary=summary, ranks=ranks)
 
 

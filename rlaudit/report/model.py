@@ -10,16 +10,14 @@ and the expected rank and its central range read off ``rank_distribution``.
 from __future__ import annotations
 
 import json
-
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
 from rlaudit.audit.claims import VERDICTS
-from rlaudit.audit.claims import claim_status as audit_claim_status
 from rlaudit.audit.result import SCHEMA_VERSION, document_json  # one definition: the audit stage writes what the report reads
 from rlaudit.audit.result import format_budget, unit_name
-from rlaudit.audit.rows import Interval, Ordering  # the typed audit.json rows (one from_dict each)
+from rlaudit.audit.rows import (  # the typed audit.json rows (one from_dict each)
+    AuditRows, ChecklistItem, Claim, Crossover, Inversion, Ordering, RankDistribution, Sensitivity, decision_text)
 from rlaudit.errors import InputError
 from rlaudit.report.parts import Finding, format_interval, format_number, format_p  # noqa: F401 (re-exported)
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
@@ -37,7 +35,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
-METRIC_NAMES = METRIC_LABELS  # one definition (rlaudit.stats.metrics)
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -45,7 +42,7 @@ LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not h
 # are what the terminal summary uses too).
 def metric_name(metric: str) -> str:
     """``"iqm" -> "IQM"``."""
-    return METRIC_NAMES.get(metric, metric)
+    return METRIC_LABELS.get(metric, metric)
 
 
 # --------------------------------------------------------------------------------------------- objects
@@ -81,29 +78,31 @@ class Report:
     aggregates: dict
     """``{(budget, algorithm, metric): Interval}``."""
     orderings: tuple[Ordering, ...]
-    inversions: tuple[dict, ...]
-    crossovers: tuple[dict, ...]
-    metric_sensitivity: tuple[dict, ...]
+    inversions: tuple[Inversion, ...]
+    crossovers: tuple[Crossover, ...]
+    metric_sensitivity: tuple[Sensitivity, ...]
     ranks: dict
     """``{(budget, algorithm): RankSummary}`` (empty when the audit has no rank distribution)."""
     profiles: dict
-    """``{(budget, algorithm): dict(taus, fraction, lo, hi)}``."""
-    claims: tuple[dict, ...]
-    checklist: tuple[dict, ...]
+    """``{(budget, algorithm): Profile}``."""
+    claims: tuple[Claim, ...]
+    checklist: tuple[ChecklistItem, ...]
     runs_needed: tuple[Ordering, ...]
     """Inconclusive orderings with an estimate of the runs needed, most runs last."""
     per_task: dict
-    """``{budget: [(task, {algorithm: dict(n_runs, mean, lo, hi)})]}``."""
+    """``{budget: [(task, {algorithm: TaskScore})]}``."""
     budgets_of_interest: tuple[int, ...] = ()
     sections: tuple[tuple[str, str], ...] = SECTIONS
     agreement: object | None = None
     """:class:`rlaudit.report.agreement.Agreement` when the audit was joined with a published protocol."""
     agreement_anchor: str = ""
     agreement_heading: str = ""
+    rows: AuditRows | None = None
+    """Every typed row of the document (what the terminal summary reads too)."""
 
-    def budget(self, b: int, unit: bool = False) -> str:
+    def budget(self, budget: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
-        return format_budget(b, self.budget_unit if unit else None)
+        return format_budget(budget, self.budget_unit if unit else None)
 
     @property
     def unit(self) -> str:
@@ -133,12 +132,8 @@ def _require(doc: dict, key: str, where: str, kind: type | tuple = (list, dict))
     return value
 
 
-def _float(x):
-    return None if x is None else float(x)
-
-
-def _rank_summary(budget: int, algorithm: str, probs: list[float]) -> RankSummary:
-    p = [float(v) for v in probs]
+def _rank_summary(row: RankDistribution) -> RankSummary:
+    budget, algorithm, p = row.budget, row.algorithm, list(row.probs)
     total = sum(p) or 1.0
     p = [v / total for v in p]
     expected = sum((k + 1) * v for k, v in enumerate(p))
@@ -177,7 +172,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     settings = _require(audit, "settings", where, dict)
     algorithms = tuple(str(a) for a in _require(data, "algorithms", f"{where}: data", list))
     tasks = tuple(str(t) for t in _require(data, "tasks", f"{where}: data", list))
-    budgets = tuple(int(b) for b in _require(data, "budgets", f"{where}: data", list))
+    budgets = tuple(int(budget) for budget in _require(data, "budgets", f"{where}: data", list))
     unit = str(data.get("budget_unit") or "")
     metric = str(settings.get("metric", "iqm"))
     metrics = tuple(settings.get("metrics") or (metric,))
@@ -187,71 +182,50 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         title = source.get("title") or source.get("protocol") or source.get("path") or "rlaudit report"
         title = f"Audit: {title}"
 
-    aggregates = {}
-    for i, row in enumerate(_require(audit, "aggregates", where, list)):
-        try:
-            aggregates[(int(row["budget"]), str(row["algorithm"]), str(row["metric"]))] = Interval(
-                _float(row["point"]), _float(row.get("lo")), _float(row.get("hi")))
-        except KeyError as exc:
-            raise InputError(f"{where}: aggregates[{i}] lacks key {exc.args[0]!r}") from None
-
-    orderings = [Ordering.from_dict(row, where, i, metric)
-                 for i, row in enumerate(_require(audit, "orderings", where, list))]
-
-    ranks = {}
-    for row in audit.get("rank_distribution") or []:
-        if row.get("metric", metric) != metric:
-            continue
-        s = _rank_summary(int(row["budget"]), str(row["algorithm"]), row["probs"])
-        ranks[(s.budget, s.algorithm)] = s
-    profiles = {(int(r["budget"]), str(r["algorithm"])): r for r in audit.get("profiles") or []}
+    rows = AuditRows.from_dict(audit, where)
+    aggregates = rows.aggregate_index()
+    orderings = rows.orderings
+    ranks = {(row.budget, row.algorithm): _rank_summary(row) for row in rows.rank_distribution
+             if row.metric == metric}
+    profiles = {(p.budget, p.algorithm): p for p in rows.profiles}
 
     per_task_rows: dict = defaultdict(lambda: defaultdict(dict))
-    for row in audit.get("per_task") or []:
-        per_task_rows[int(row["budget"])][str(row["task"])][str(row["algorithm"])] = row
+    for row in rows.per_task:
+        per_task_rows[row.budget][row.task][row.algorithm] = row
     task_order = {t: i for i, t in enumerate(tasks)}
-    per_task = {b: sorted(per_task_rows[b].items(), key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))
-                for b in budgets if b in per_task_rows}
+    per_task = {budget: sorted(per_task_rows[budget].items(),
+                               key=lambda kv: (task_order.get(kv[0], len(task_order)), kv[0]))
+                for budget in budgets if budget in per_task_rows}
 
-    claims = tuple(audit.get("claims") or ())
-    checklist = tuple(audit.get("checklist") or ())
-    inversions = tuple(audit.get("inversions") or ())
-    crossovers = tuple(audit.get("crossovers") or ())
+    claims, checklist, inversions, crossovers = rows.claims, rows.checklist, rows.inversions, rows.crossovers
     runs_needed = tuple(sorted((o for o in orderings if o.decision == "inconclusive" and o.metric == metric),
                                key=lambda o: (o.runs_needed_capped, o.runs_needed is None,
                                               o.runs_needed or 0, o.budget)))
 
     interest = settings.get("budgets_of_interest") or data.get("budgets_of_interest")
     if not interest:
-        interest = sorted({int(b) for c in claims for b in (c.get("budgets") or [])})
-    budgets_of_interest = tuple(int(b) for b in interest if int(b) in budgets)
+        interest = sorted({budget for c in claims for budget in c.budgets})
+    budgets_of_interest = tuple(int(budget) for budget in interest if int(budget) in budgets)
     if set(budgets_of_interest) == set(budgets):
         budgets_of_interest = ()  # marking every budget marks nothing
-
-    def human(text: str) -> str:
-        """Budgets written as raw integers inside audit sentences, in human form (10000000 -> 10M)."""
-        return re.sub(r"\b\d{4,}\b", lambda m: format_budget(int(m.group())) if int(m.group()) in budgets
-                      else m.group(), str(text))
-
-    claims = tuple({**c, "overall_text": human(c.get("overall", ""))} for c in claims)
 
     main = [o for o in orderings if o.metric == metric]
     summary = {
         "n_orderings": len(main),
         "n_decided": sum(o.decision != "inconclusive" for o in main),
-        "n_confirmed_inversions": sum(i.get("kind") == "confirmed" for i in inversions),
-        "claims": {v: sum(1 for c in claims if _claim_status(c) == v) for v in VERDICTS},
+        "n_confirmed_inversions": sum(i.kind == "confirmed" for i in inversions),
+        "claims": {v: sum(1 for c in claims if c.status == v) for v in VERDICTS},
     }
     report = Report(
         title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
         metric=metric, metrics=metrics, findings=(), summary=summary, setup=(), aggregates=aggregates,
         orderings=tuple(orderings), inversions=inversions, crossovers=crossovers,
-        metric_sensitivity=tuple(audit.get("metric_sensitivity") or ()), ranks=ranks, profiles=profiles,
+        metric_sensitivity=rows.metric_sensitivity, ranks=ranks, profiles=profiles,
         claims=claims, checklist=checklist, runs_needed=runs_needed, per_task=per_task,
-        budgets_of_interest=budgets_of_interest)
+        budgets_of_interest=budgets_of_interest, rows=rows)
     from rlaudit.report.agreement import ANCHOR, HEADING, agreement_findings, build_agreement  # joined audits
 
-    object.__setattr__(report, "agreement", build_agreement(audit.get("published_agreement")))
+    object.__setattr__(report, "agreement", build_agreement(audit.get("published_agreement"), where))
     object.__setattr__(report, "agreement_anchor", ANCHOR)
     object.__setattr__(report, "agreement_heading", HEADING)
     object.__setattr__(report, "findings", tuple(_findings(report) + agreement_findings(report.agreement)))
@@ -259,59 +233,44 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     return report
 
 
-def _claim_status(claim: dict) -> str:
-    """``holds`` (every budget), ``reversed`` (somewhere) or ``inconclusive``: the audit's verdict words."""
-    return audit_claim_status([p.get("verdict") for p in claim.get("per_budget") or []])
-
-
-def claim_status(claim: dict) -> str:
-    """Public alias of the claim summary used in the verdict and the claims table."""
-    return _claim_status(claim)
-
-
-def _pair_text(report: Report, decision: str, a: str, b: str) -> str:
-    return {"a>b": f"{a} > {b}", "b>a": f"{b} > {a}"}.get(decision, "undecided")
-
-
 def _findings(r: Report) -> list[Finding]:
     out: list[Finding] = []
     m = metric_name(r.metric)
     confirmed: dict = {}
     for inv in r.inversions:
-        if inv.get("kind") == "confirmed":
-            confirmed.setdefault((inv["a"], inv["b"], inv.get("metric", r.metric)), []).append(inv)
+        if inv.kind == "confirmed":
+            confirmed.setdefault((inv.a, inv.b, inv.metric), []).append(inv)
     for (a, b, metric), invs in confirmed.items():
-        budgets = sorted({int(i["budget_low"]) for i in invs} | {int(i["budget_high"]) for i in invs})
+        budgets = sorted({i.budget_low for i in invs} | {i.budget_high for i in invs})
         by_decision: dict = {}
-        for bud in budgets:
-            o = r.ordering(bud, a, b) if metric == r.metric else None
-            dec = next((i["decision_low"] for i in invs if int(i["budget_low"]) == bud), None)
-            dec = dec or next((i["decision_high"] for i in invs if int(i["budget_high"]) == bud), None)
+        for budget in budgets:
+            o = r.ordering(budget, a, b) if metric == r.metric else None
+            dec = next((i.decision_low for i in invs if i.budget_low == budget), None)
+            dec = dec or next((i.decision_high for i in invs if i.budget_high == budget), None)
             if o is not None:
                 dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
-            by_decision.setdefault(dec, []).append(r.budget(bud))
-        parts = [f"{_pair_text(r, d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
+            by_decision.setdefault(dec, []).append(r.budget(budget))
+        parts = [f"{decision_text(d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
         out.append(Finding("inversion", f"Ranking inversion ({metric_name(metric)}): " + "; ".join(parts) + ".",
                            "critical"))
     for c in r.claims:
-        status = _claim_status(c)
-        if status == "reversed":
-            rev = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "reversed"]
-            held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
+        if c.status == "reversed":
+            rev = [r.budget(budget) for budget in c.budgets_with("reversed")]
+            held = [r.budget(budget) for budget in c.budgets_with("holds")]
             tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
-            out.append(Finding("claim-reversed", f"Claim \u201c{c.get('text')}\u201d is reversed at "
+            out.append(Finding("claim-reversed", f"Claim \u201c{c.text}\u201d is reversed at "
                                f"{_join(rev)} {r.unit}{tail}.", "critical"))
     for c in r.claims:
-        if _claim_status(c) == "inconclusive":
-            held = [r.budget(p["budget"]) for p in c.get("per_budget") or [] if p.get("verdict") == "holds"]
+        if c.status == "inconclusive":
+            held = [r.budget(budget) for budget in c.budgets_with("holds")]
             where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
-            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.get('text')}\u201d is inconclusive: {where}.",
+            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d is inconclusive: {where}.",
                                "warning"))
     # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
     # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
-    changed = [i for i in r.inversions if i.get("kind") == "changed"]
+    changed = [i for i in r.inversions if i.kind == "changed"]
     if changed:
-        pairs = sorted({f"{i['a']} vs {i['b']}" for i in changed})
+        pairs = sorted({f"{i.a} vs {i.b}" for i in changed})
         shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
         out.append(Finding("inversion", (
             f"{len(changed)} tested change(s) of a gap between budgets ({m}), involving {shown}: the difference "
@@ -324,15 +283,14 @@ def _findings(r: Report) -> list[Finding]:
         out.append(Finding("undecided", f"{len(undecided)} of {n} pairwise orderings ({m}) are undecided after "
                            f"error control, involving {len(pairs)} pair(s): {shown}.", "warning"))
     for c in r.claims:
-        if _claim_status(c) == "holds":
-            out.append(Finding("claim-holds", f"Claim \u201c{c.get('text')}\u201d holds at every audited budget.",
-                               "info"))
+        if c.status == "holds":
+            out.append(Finding("claim-holds", f"Claim \u201c{c.text}\u201d holds at every audited budget.", "info"))
     for item in r.checklist:
-        if item.get("severity") == "warning":
-            out.append(Finding("checklist", str(item.get("message", "")), "warning"))
+        if item.severity == "warning":
+            out.append(Finding("checklist", item.message, "warning"))
     out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
-                          f"({_join([r.budget(b) for b in r.budgets])} {r.unit}).", "info"))
+                          f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit}).", "info"))
     # keep the headline first, then the rest by severity (stable within a severity)
     rank = {"critical": 0, "warning": 1, "info": 2}
     head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))
@@ -368,8 +326,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
             if ns:
                 parts.append(f"{alg}: {min(ns)}" if min(ns) == max(ns) else f"{alg}: {min(ns)}–{max(ns)}")
         rows.append(("Runs per task", "; ".join(parts)))
-    rows.append(("Budgets", ", ".join(r.budget(b) for b in r.budgets) + f" {r.unit}"
-                 + f" ({', '.join(f'{b:,}' for b in r.budgets)})"))
+    rows.append(("Budgets", ", ".join(r.budget(budget) for budget in r.budgets) + f" {r.unit}"
+                 + f" ({', '.join(f'{budget:,}' for budget in r.budgets)})"))
     labels = data.get("budget_labels") or []
     if labels:
         rows.append(("Regimes", "; ".join(f"{r.budget(int(l['budget']))}: {l.get('regime')} ({l.get('regime_kind')})"

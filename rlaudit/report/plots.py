@@ -102,7 +102,7 @@ def _budget_axis(ax, report: Report, budgets) -> bool:
     if log:
         ax.set_xscale("log")
     ax.set_xticks(budgets)
-    ax.set_xticklabels([format_budget(b) for b in budgets])
+    ax.set_xticklabels([format_budget(budget) for budget in budgets])
     ax.minorticks_off()
     ax.set_xlabel(f"Training budget ({report.unit})" if report.unit else "Training budget")
     return log
@@ -157,11 +157,11 @@ def plot_aggregates(report: Report, axes=None):
     n_alg = len(algs)
     panel_h = 0.22 * n_alg + 0.45
     fig, axes = _axes_grid(len(budgets) * len(metrics), len(metrics), TEXT, panel_h, axes, sharex="col")
-    for bi, b in enumerate(budgets):
+    for bi, budget in enumerate(budgets):
         for mi, m in enumerate(metrics):
             ax = axes[bi * len(metrics) + mi]
             for ai, a in enumerate(algs):
-                iv = report.aggregates.get((b, a, m))
+                iv = report.aggregates.get((budget, a, m))
                 if iv is None or iv.point is None:
                     continue
                 y = n_alg - 1 - ai
@@ -181,7 +181,7 @@ def plot_aggregates(report: Report, axes=None):
                 ax.set_title(("Optimality gap \u2193" if m == "og" else metric_name(m))
                              + (" (lower is better)" if m in LOWER_IS_BETTER and m != "og" else ""))
             if mi == 0:
-                ax.set_ylabel(report.budget(b, unit=True), rotation=0, ha="right", va="center", labelpad=4,
+                ax.set_ylabel(report.budget(budget, unit=True), rotation=0, ha="right", va="center", labelpad=4,
                               fontweight="bold")
             if bi == len(budgets) - 1:
                 ax.set_xlabel(_metric_label(report, m).replace(metric_name(m) + " ", "").strip("()").capitalize())
@@ -210,14 +210,14 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
     else:
         fig = ax.figure
     budgets = list(report.budgets)
-    for b in report.budgets_of_interest:
-        ax.axvline(b, color="#888888", linestyle=":", linewidth=1.0, zorder=0)
+    for budget in report.budgets_of_interest:
+        ax.axvline(budget, color="#888888", linestyle=":", linewidth=1.0, zorder=0)
     for a in report.algorithms:
-        pts = [(b, report.aggregates.get((b, a, metric))) for b in budgets]
-        pts = [(b, iv) for b, iv in pts if iv is not None and iv.point is not None]
+        pts = [(budget, report.aggregates.get((budget, a, metric))) for budget in budgets]
+        pts = [(budget, iv) for budget, iv in pts if iv is not None and iv.point is not None]
         if not pts:
             continue
-        xs = [b for b, _ in pts]
+        xs = [budget for budget, _ in pts]
         s = styles[a]
         ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=s["label"],
                 linestyle=s["linestyle"])
@@ -232,14 +232,14 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
     # crossovers: where the point-estimate lines of a pair cross between two audited budgets
     marked = []
     for c in report.crossovers:
-        if c.get("metric", report.metric) != metric:
+        if c.metric != metric:
             continue
-        b0, b1 = int(c["last_budget_before"]), int(c["first_budget_after"])
-        seg = [b for b in budgets if b0 <= b <= b1]
+        b0, b1 = c.last_budget_before, c.first_budget_after
+        seg = [budget for budget in budgets if b0 <= budget <= b1]
         # place the marker where the point estimates actually cross, in the first segment that changes sign
         for lo_b, hi_b in zip(seg, seg[1:]):
-            pa = [report.aggregates.get((b, c["a"], metric)) for b in (lo_b, hi_b)]
-            pb = [report.aggregates.get((b, c["b"], metric)) for b in (lo_b, hi_b)]
+            pa = [report.aggregates.get((budget, c.a, metric)) for budget in (lo_b, hi_b)]
+            pb = [report.aggregates.get((budget, c.b, metric)) for budget in (lo_b, hi_b)]
             if None in pa or None in pb:
                 continue
             d0, d1 = pa[0].point - pb[0].point, pa[1].point - pb[1].point
@@ -288,8 +288,8 @@ def plot_rank_bump(report: Report, ax=None):
     else:
         fig = ax.figure
     xs = np.arange(len(budgets))
-    confirmed = [inv for inv in report.inversions if inv.get("kind") == "confirmed"]
-    inverted = {a for inv in confirmed for a in (inv["a"], inv["b"])}
+    confirmed = [inv for inv in report.inversions if inv.kind == "confirmed"]
+    inverted = {a for inv in confirmed for a in (inv.a, inv.b)}
     if len(inverted) > max(2, n // 2):
         inverted = set()  # thick lines only help when few algorithms are involved; the red circles remain
     expected: dict = {}
@@ -298,8 +298,8 @@ def plot_rank_bump(report: Report, ax=None):
     for ai, a in enumerate(algs):
         s = styles[a]
         ys, los, his = [], [], []
-        for bi, b in enumerate(budgets):
-            rs = report.ranks.get((b, a))
+        for bi, budget in enumerate(budgets):
+            rs = report.ranks.get((budget, a))
             if rs is not None:
                 ys.append(rs.expected)
                 los.append(rs.lo)
@@ -309,7 +309,7 @@ def plot_rank_bump(report: Report, ax=None):
                         ax.scatter(bi + (ai - (n - 1) / 2) * 0.04, k + 1, s=60 * p, color=s["color"], alpha=0.35,
                                    linewidths=0, zorder=1)
             else:
-                pts = {x: report.aggregates.get((b, x, report.metric)) for x in algs}
+                pts = {x: report.aggregates.get((budget, x, report.metric)) for x in algs}
                 order = sorted((x for x in algs if pts[x] is not None),
                                key=lambda x: pts[x].point if lower else -pts[x].point)
                 r = order.index(a) + 1 if a in order else np.nan
@@ -327,11 +327,11 @@ def plot_rank_bump(report: Report, ax=None):
     # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets
     crossings = set()
     for inv in confirmed:
-        a, b = inv["a"], inv["b"]
+        a, b = inv.a, inv.b
         if a not in expected or b not in expected:
             continue
-        lo_i = budgets.index(int(inv["budget_low"])) if int(inv["budget_low"]) in budgets else None
-        hi_i = budgets.index(int(inv["budget_high"])) if int(inv["budget_high"]) in budgets else None
+        lo_i = budgets.index(inv.budget_low) if inv.budget_low in budgets else None
+        hi_i = budgets.index(inv.budget_high) if inv.budget_high in budgets else None
         if lo_i is None or hi_i is None:
             continue
         for i in range(lo_i, hi_i):
@@ -344,7 +344,7 @@ def plot_rank_bump(report: Report, ax=None):
     if crossings:
         ax.scatter(*zip(*sorted(crossings)), s=90, facecolors="none", edgecolors="#CC0000", linewidths=1.4, zorder=6)
     ax.set_xticks(xs)
-    ax.set_xticklabels([format_budget(b) for b in budgets])
+    ax.set_xticklabels([format_budget(budget) for budget in budgets])
     ax.set_xlim(-0.4, len(budgets) - 0.6)
     ax.set_xlabel(f"Training budget ({report.unit})" if report.unit else "Training budget")
     ax.set_ylim(n + 0.5, 0.5)
@@ -389,7 +389,7 @@ def plot_pairwise(report: Report, axes=None):
                            axes, layout="constrained")
     cmap = ListedColormap([DECISION_COLOURS["col"], DECISION_COLOURS["inconclusive"], DECISION_COLOURS["row"]])
     fs = 7 if n <= 5 else 6 if n <= 8 else 5
-    for bi, b in enumerate(budgets):
+    for bi, budget in enumerate(budgets):
         ax = axes[bi]
         grid = np.full((n, n), np.nan)
         text = [["" for _ in algs] for _ in algs]
@@ -397,7 +397,7 @@ def plot_pairwise(report: Report, axes=None):
             for j, c in enumerate(algs):
                 if i == j:
                     continue
-                o = report.ordering(b, r, c)
+                o = report.ordering(budget, r, c)
                 if o is None:
                     continue
                 row_first = o.a == r
@@ -422,7 +422,7 @@ def plot_pairwise(report: Report, axes=None):
         ax.tick_params(length=0)
         for sp in ax.spines.values():
             sp.set_visible(False)
-        ax.set_title(report.budget(b, unit=True))
+        ax.set_title(report.budget(budget, unit=True))
     fig.legend(title=f"Pairwise decision ({metric_name(report.metric)}, after error control); "
                      "numbers: P(row > column)",
                handles=[Patch(color=DECISION_COLOURS["row"], label="row > column"),
@@ -443,38 +443,38 @@ def plot_profiles(report: Report, axes=None):
         The figure.
     """
     styles = algorithm_styles(report.algorithms)
-    budgets = [b for b in report.budgets if any((b, a) in report.profiles for a in report.algorithms)]
+    budgets = [budget for budget in report.budgets if any((budget, a) in report.profiles for a in report.algorithms)]
     ncols = max(1, min(len(budgets), 3))
     single = len(budgets) <= 1
     fig, axes = _axes_grid(max(len(budgets), 1), ncols, COLUMN * 1.6 if single else TEXT,
                            2.9 if single else TEXT / ncols * 0.72, axes, sharey=True)
     norm = report.audit.get("settings", {}).get("normalization") or report.audit["data"].get("normalization")
     xlabel = "Normalised score τ" if norm and norm != "none" else "Score τ"
-    for bi, b in enumerate(budgets):
+    for bi, budget in enumerate(budgets):
         ax = axes[bi]
         for a in report.algorithms:
-            p = report.profiles.get((b, a))
+            p = report.profiles.get((budget, a))
             if p is None:
                 continue
             s = styles[a]
-            ax.plot(p["taus"], p["fraction"], color=s["color"], lw=1.4, label=s["label"], marker=s["marker"], ms=3.5,
+            ax.plot(p.taus, p.fraction, color=s["color"], lw=1.4, label=s["label"], marker=s["marker"], ms=3.5,
                     linestyle=s["linestyle"],
-                    markevery=max(1, len(p["taus"]) // 6))
-            if p.get("lo") is not None and p.get("hi") is not None:
-                ax.fill_between(p["taus"], p["lo"], p["hi"], color=s["color"], alpha=0.18, linewidth=0)
+                    markevery=max(1, len(p.taus) // 6))
+            if p.lo and p.hi:
+                ax.fill_between(p.taus, p.lo, p.hi, color=s["color"], alpha=0.18, linewidth=0)
         # show tau up to where every profile has (nearly) reached zero: long tails squash the informative part
         ends = []
         for a in report.algorithms:
-            p = report.profiles.get((b, a))
-            if p is not None and len(p["taus"]):
-                hi_band = p.get("hi") or p["fraction"]
-                above = [t for t, f in zip(p["taus"], hi_band) if f is not None and f > 0.02]
-                ends.append(max(above) if above else p["taus"][0])
-        taus0 = [report.profiles[(b, a)]["taus"][0] for a in report.algorithms if (b, a) in report.profiles]
+            p = report.profiles.get((budget, a))
+            if p is not None and len(p.taus):
+                hi_band = p.hi or p.fraction
+                above = [t for t, f in zip(p.taus, hi_band) if f is not None and f > 0.02]
+                ends.append(max(above) if above else p.taus[0])
+        taus0 = [report.profiles[(budget, a)].taus[0] for a in report.algorithms if (budget, a) in report.profiles]
         if ends and taus0 and max(ends) > min(taus0):
             lo_t, hi_t = min(taus0), max(ends)
             ax.set_xlim(lo_t - 0.02 * (hi_t - lo_t), hi_t + 0.05 * (hi_t - lo_t))
-        ax.set_title(report.budget(b, unit=True))
+        ax.set_title(report.budget(budget, unit=True))
         ax.set_xlabel(xlabel)
         ax.set_ylim(-0.02, 1.02)
         if bi % ncols == 0:

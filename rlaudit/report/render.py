@@ -17,12 +17,13 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from rlaudit.audit.inversions import KINDS
 from rlaudit.audit.result import document_json
+from rlaudit.audit.rows import decision_text
 from rlaudit.report.escape import visible
 from rlaudit.report.model import (
     SECTIONS,
     Report,
-    claim_status,
     format_budget,
     format_interval,
     format_number,
@@ -140,20 +141,13 @@ def _environment(kind: str) -> jinja2.Environment:
         num=lambda x: safe(format_number(x)),
         ci=lambda iv: safe(format_interval(iv.point, iv.lo, iv.hi)) if iv is not None else safe("\u2013"),
         pval=lambda p: safe(format_p(p)),
-        budget=lambda b, unit=None: format_budget(b, unit),
+        budget=lambda budget, unit=None: format_budget(budget, unit),
         metric=metric_name,
-        claim_status=claim_status,
         raw=lambda x: "" if x is None else repr(float(x)),
         esc=lambda s: Markup(escape(str(s))) if escape else s,
         decision=decision_text,
     )
     return env
-
-
-def decision_text(decision: str | None, a: str, b: str) -> str:
-    """``"a > b"``, ``"b > a"`` or ``"inconclusive"`` for an ordering decision, as plain text (escaped once,
-    by the template's finalize)."""
-    return {"a>b": f"{a} > {b}", "b>a": f"{b} > {a}"}.get(decision, "inconclusive")
 
 
 def render_text(report: Report, kind: str, figures: dict | None = None) -> str:
@@ -187,10 +181,9 @@ def _pairs(report: Report) -> list[tuple[str, str]]:
     return out
 
 
-def _inversion_rows(report: Report) -> list[dict]:
-    order = {"confirmed": 0, "changed": 1, "decided_once": 2, "unconfirmed": 3}
-    return sorted(report.inversions, key=lambda i: (order.get(i.get("kind"), 3), i["a"], i["b"],
-                                                    int(i["budget_low"]), int(i["budget_high"])))
+def _inversion_rows(report: Report) -> list:
+    """Inversions, findings first (in :data:`~rlaudit.audit.inversions.KINDS` order), then by pair and budgets."""
+    return sorted(report.inversions, key=lambda i: (KINDS.index(i.kind), i.a, i.b, i.budget_low, i.budget_high))
 
 
 # --------------------------------------------------------------------------------------------- figures

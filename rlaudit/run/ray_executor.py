@@ -109,15 +109,18 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
                 env = yaml.safe_load(text)
             except yaml.YAMLError as exc:
                 raise InputError(f"{where}: not valid YAML ({exc})") from None
-            if not isinstance(env, dict):
-                raise InputError(f"{where}: expected a mapping such as {{working_dir: ...}}")
-            return env
+            return _mapping(env, where, "a mapping such as {working_dir: ...}")
     try:
         env = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+    return _mapping(env, where, 'a JSON object such as {"working_dir": "..."}')
+
+
+def _mapping(env, where: str, expected: str) -> dict:
+    """``env`` when it is a mapping (what Ray's ``runtime_env`` is), else one line naming ``where``."""
     if not isinstance(env, dict):
-        raise InputError(f"{where}: expected a JSON object such as {{\"working_dir\": \"...\"}}")
+        raise InputError(f"{where}: expected {expected}")
     return env
 
 

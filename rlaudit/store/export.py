@@ -72,7 +72,7 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     path = Path(path)
     con = open_readonly(path)
     try:
-        regimes = con.execute("SELECT name, budget, kind, run_regime FROM regimes ORDER BY budget").fetchall()
+        regimes = con.execute("SELECT name, budget, kind AS regime_kind, run_regime FROM regimes ORDER BY budget").fetchall()
         runs = {r["run_id"]: r for r in con.execute(
             "SELECT run_id, task, label, seed, regime, status FROM runs")}
         evals = _evaluations(con, path)
@@ -88,7 +88,7 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     overshoot: dict[str, int] = {}
     for r in sorted(done, key=lambda r: r["run_id"]):
         g = by_run.get(r["run_id"])
-        for name, budget, kind, run_regime in regimes:
+        for name, budget, regime_kind, run_regime in regimes:
             if r["regime"] != run_regime:
                 continue
             if g is None:
@@ -105,7 +105,7 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
                 score = float(at["mean_return"].iloc[0])
             else:
                 score = float(g.loc[g["env_steps"] <= final_steps, "mean_return"].max())
-            rows.append((r["label"], r["task"], str(r["seed"]), int(budget), score, "eval", name, kind,
+            rows.append((r["label"], r["task"], str(r["seed"]), int(budget), score, "eval", name, regime_kind,
                          eval_protocol))
     frame = pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score", "score_kind", "regime",
                                         "regime_kind", "eval_protocol"])

@@ -60,7 +60,7 @@ CREATE TABLE protocols (
 CREATE TABLE regimes (
     name       TEXT PRIMARY KEY,
     budget     INTEGER NOT NULL,
-    kind       TEXT NOT NULL CHECK (kind IN ('nested', 'separate')),
+    kind       TEXT NOT NULL CHECK (kind IN ('nested', 'separate')),  -- the regime_kind (name kept on disk)
     run_regime TEXT NOT NULL        -- regime part of the ids of the runs that serve this budget
 );
 CREATE TABLE runs (
