@@ -726,13 +726,13 @@ def test_malformed_published_agreement_names_the_entry(audit_doc):
     with pytest.raises(InputError) as exc:
         build_model({**audit_doc, "published_agreement": doc})
     assert str(exc.value) == ("audit.json: published_agreement.orderings[0].per_budget[0].status is 'fails', "
-                              "expected 'holds', 'reversed', 'undecided' or 'not rerun'")
+                              "expected 'holds', 'reversed', 'inconclusive' or 'not rerun'")
     del doc["orderings"][0]["per_budget"][0]["status"]
     with pytest.raises(InputError, match=r"^audit\.json: published_agreement\.orderings\[0\]\.per_budget\[0\] "
                                          r"lacks key 'status'$"):
         build_model({**audit_doc, "published_agreement": doc})
     doc["orderings"][0]["per_budget"][0]["status"] = "holds"
-    doc["summary"] = [{"budget": 100, "holds": 1, "reversed": 0, "undecided": 0}]
+    doc["summary"] = [{"budget": 100, "holds": 1, "reversed": 0, "inconclusive": 0}]
     with pytest.raises(InputError, match=r"^audit\.json: published_agreement\.summary\[0\] lacks key 'not rerun'$"):
         build_model({**audit_doc, "published_agreement": doc})
     doc["summary"][0]["not rerun"] = 0

@@ -80,7 +80,7 @@ def test_ordering_status():
     assert ordering_status("b>a", True) == "reversed"
     assert ordering_status("a>b", False) == "reversed"
     assert ordering_status("b>a", False) == "holds"
-    assert ordering_status("inconclusive", True) == "undecided"
+    assert ordering_status("inconclusive", True) == "inconclusive"
     assert ordering_status(None, True) == "not rerun"
 
 
@@ -93,7 +93,7 @@ def test_compare_orderings_maps_flips_and_groups():
     assert [(o["better"], o["worse"], o["published_budgets"]) for o in out] == [
         ("A", "B", [10, 20]), ("C", "B", [10]), ("A", "D", [20])]
     ab, cb, ad = out
-    assert [p["status"] for p in ab["per_budget"]] == ["reversed", "undecided"]
+    assert [p["status"] for p in ab["per_budget"]] == ["reversed", "inconclusive"]
     assert ab["per_budget"][0]["diff_point"] == -0.5
     # Rerun pair stored as (b, c) with c better: seen from the published C > B it holds, difference negated.
     assert cb["per_budget"][0] == {"budget": 1, "status": "holds", "decision": "b>a", "diff_point": 0.2,
@@ -101,8 +101,8 @@ def test_compare_orderings_maps_flips_and_groups():
     assert cb["per_budget"][1]["status"] == "not rerun"
     assert ad["rerun_worse"] is None and [p["status"] for p in ad["per_budget"]] == ["not rerun", "not rerun"]
     assert summarize(out, [1, 2]) == [
-        {"budget": 1, "holds": 1, "reversed": 1, "undecided": 0, "not rerun": 1},
-        {"budget": 2, "holds": 0, "reversed": 0, "undecided": 1, "not rerun": 2}]
+        {"budget": 1, "holds": 1, "reversed": 1, "inconclusive": 0, "not rerun": 1},
+        {"budget": 2, "holds": 0, "reversed": 0, "inconclusive": 1, "not rerun": 2}]
 
 
 # ------------------------------------------------------------------------------------------- options, scaling

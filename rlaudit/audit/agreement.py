@@ -23,12 +23,12 @@ def ordering_status(rerun_decision: str | None, better_is_a: bool) -> str:
         better_is_a: whether the published better agent is the rerun ordering's ``a``.
 
     Returns:
-        ``holds``, ``reversed``, ``undecided`` (inconclusive after error control) or ``not rerun``.
+        ``holds``, ``reversed``, ``inconclusive`` (no decision after error control) or ``not rerun``.
     """
     if rerun_decision is None:
         return "not rerun"
     if rerun_decision == "inconclusive":
-        return "undecided"
+        return "inconclusive"
     a_wins = rerun_decision == "a>b"
     return "holds" if a_wins == better_is_a else "reversed"
 
@@ -111,7 +111,7 @@ def rank_agreement(published_point, rerun_point, published_reps, rerun_reps, con
 
 
 def summarize(orderings: list[dict], rerun_budgets: list[int]) -> list[dict]:
-    """Counts of each status per rerun budget: ``[{budget, holds, reversed, undecided, not rerun}]``."""
+    """Counts of each status per rerun budget: ``[{budget, holds, reversed, inconclusive, not rerun}]``."""
     out = []
     for i, budget in enumerate(rerun_budgets):
         counts = {s: 0 for s in AGREEMENT_STATUSES}

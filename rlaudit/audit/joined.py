@@ -2,7 +2,7 @@
 
 Both sources are audited separately with the same settings (:func:`rlaudit.audit.run_audit`, a black box
 here); this module joins the two results into the ``published_agreement`` document of ``audit.json``
-(``docs/audit-json.md``): per decided published ordering, whether it holds, reverses or is undecided at
+(``docs/audit-json.md``): per decided published ordering, whether it holds, reverses or is inconclusive at
 each rerun budget (:func:`rlaudit.audit.agreement.compare_orderings`), and Kendall's τ between the
 published ranking and each rerun budget's ranking with a seeded stratified-bootstrap interval.
 

@@ -513,8 +513,8 @@ class AuditRows:
 
 
 # --------------------------------------------------------------------------------------------- published_agreement
-AGREEMENT_STATUSES: tuple[str, ...] = ("holds", "reversed", "undecided", "not rerun")
-"""What a published ordering becomes at a rerun budget (``undecided``: inconclusive after error control)."""
+AGREEMENT_STATUSES: tuple[str, ...] = ("holds", "reversed", "inconclusive", "not rerun")
+"""What a published ordering becomes at a rerun budget (``inconclusive``: no decision after error control)."""
 
 
 @dataclass(frozen=True)
@@ -546,7 +546,7 @@ class AgreementCount:
     budget: int
     holds: int
     reversed: int
-    undecided: int
+    inconclusive: int
     not_rerun: int
     """The row's ``"not rerun"``."""
 
@@ -606,7 +606,7 @@ class PublishedAgreement:
         for i in range(len(top("summary", _LIST))):
             r = _Row.at(doc["summary"][i], where, "summary", i, ".")
             summary.append(AgreementCount(r("budget", _int), r("holds", _int), r("reversed", _int),
-                                          r("undecided", _int), r("not rerun", _int)))
+                                          r("inconclusive", _int), r("not rerun", _int)))
         ranks = []
         for i in range(len(top("rank_agreement", _LIST, ()))):
             r = _Row.at(doc["rank_agreement"][i], where, "rank_agreement", i, ".")

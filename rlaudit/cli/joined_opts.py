@@ -118,8 +118,8 @@ def echo_agreement(doc: dict, echo=click.echo) -> None:
     pa = PublishedAgreement.from_dict(doc["published_agreement"])
     echo(f"published vs rerun ({pa.name} -> {pa.suite}): {pa.caveat}")
     for s in pa.summary:
-        echo(f"  rerun budget {s.budget:,}: {s.holds} hold, {s.reversed} reversed, {s.undecided} "
-             f"undecided, {s.not_rerun} not rerun (of {len(pa.orderings)} decided published orderings)")
+        echo(f"  rerun budget {s.budget:,}: {s.holds} hold, {s.reversed} reversed, {s.inconclusive} "
+             f"inconclusive, {s.not_rerun} not rerun (of {len(pa.orderings)} decided published orderings)")
     last = max(pa.published_budgets) if pa.published_budgets else None
     for r in pa.ranks:
         if r.published_budget == last:

@@ -37,7 +37,7 @@ class Agreement:
     rows: tuple[dict, ...]
     """``{pair, published_budgets, cells: [(status, text)]}``, one per decided published ordering."""
     summary: tuple[dict, ...]
-    """``{budget, holds, reversed, undecided, not_rerun}`` per rerun budget (budget in human form)."""
+    """``{budget, holds, reversed, inconclusive, not_rerun}`` per rerun budget (budget in human form)."""
     ranks: tuple[dict, ...]
     """``{published_budget, rerun_budget, tau, ci, published_ranking, rerun_ranking}`` (strings)."""
 
@@ -63,7 +63,7 @@ def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | 
                      "published_budgets": ", ".join(format_budget(budget) for budget in o.published_budgets),
                      "cells": cells})
     summary = tuple({"budget": format_budget(s.budget, ru), "holds": s.holds, "reversed": s.reversed,
-                     "undecided": s.undecided, "not_rerun": s.not_rerun} for s in pa.summary)
+                     "inconclusive": s.inconclusive, "not_rerun": s.not_rerun} for s in pa.summary)
     ranks = tuple({"published_budget": format_budget(r.published_budget, pu),
                    "rerun_budget": format_budget(r.rerun_budget, ru),
                    "tau": "undefined" if r.tau.point is None else f"{r.tau.point:.2f}",
@@ -81,7 +81,7 @@ def agreement_findings(a: Agreement | None) -> list:
     if a is None:
         return []
     decided = len(a.rows)
-    parts = [f"{s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['undecided']} undecided"
+    parts = [f"{s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['inconclusive']} inconclusive"
              + (f", {s['not_rerun']} not rerun" if s["not_rerun"] else "") for s in a.summary]
     severity = "warning" if any(s["reversed"] for s in a.summary) else "info"
     return [Finding("info", f"Published vs rerun ({a.published} on {a.suite}): of {decided} decided published "
