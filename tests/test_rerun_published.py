@@ -387,6 +387,8 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "Published vs rerun (tiny-pub (" in verdict and "of 6 decided published orderings" in verdict
     assert "only orderings are compared, not scores" in verdict
     assert "| QR > DQN | 10, 20 | QR-DQN vs DQN |" in md and "Not rerun (no runnable counterpart): Adam." in md
+    # one word for "no decision after error control" in every table, as in the verdict and audit.json
+    assert "| Rerun budget | Hold | Reversed | Inconclusive | Not rerun |" in md and "ndecided" not in md.split("## 10.")[1]
     html = (tmp_path / "r" / "index.html").read_text()
     assert '<section id="published-vs-rerun">' in html and 'href="#published-vs-rerun"' in html
     tex = (tmp_path / "r" / "tables.tex").read_text()
