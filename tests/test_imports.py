@@ -127,3 +127,18 @@ def test_graph_sees_every_kind_of_import():
 def test_rlaudit_import_graph_has_no_cycle():
     cycles = find_cycles(import_graph())
     assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_checking_a_protocol_does_not_load_the_bootstrap_engine():
+    """`rlaudit validate` / `run` check the protocol's [audit] settings by name only: the bootstrap engine
+    (and SciPy with it) is loaded by the audit, never by a sweep's start-up."""
+    import subprocess
+    import sys
+
+    repo = Path(rlaudit.__file__).resolve().parents[1]
+    code = ("import sys; from rlaudit.protocol import load_protocol; load_protocol('protocols/dqn-family-minatar.toml');"
+            "import rlaudit.audit, rlaudit.stats; print(sorted(m for m in ('rlaudit.audit.engine', "
+            "'rlaudit.stats.bootstrap', 'scipy.stats') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -8,14 +8,16 @@ optional progress callback: no files are read or written here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rlaudit.audit import engine
 from rlaudit.audit.claims import Claim, load_claims_file, parse_claims
-from rlaudit.audit.engine import Progress
 from rlaudit.audit.result import SCHEMA_VERSION, AuditResult
 from rlaudit.audit.settings import AuditSettings
 from rlaudit.errors import InputError
 from rlaudit.scores import ScoreTable
+
+if TYPE_CHECKING:  # the engine is imported on use (see __getattr__ below)
+    from rlaudit.audit.engine import Progress
 
 __all__ = ["AuditResult", "AuditSettings", "Claim", "SCHEMA_VERSION", "load_claims_file", "parse_claims",
            "run_audit", "Progress"]
@@ -64,10 +66,12 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
             claim naming an unknown algorithm or budget, a task without reference scores, bad settings, too
             few replicates for the family.
     """
+    from rlaudit.audit import engine  # on use: the bootstrap engine (SciPy) is not needed to check settings
+
     settings = (settings or AuditSettings()).check()
     claims = tuple(claims)
     metrics = list(dict.fromkeys(settings.metrics + tuple(c.metric for c in claims if c.metric)))
-    progress = progress or Progress()
+    progress = progress or engine.Progress()
     sel = engine.select(table, settings, claims, engine.where_of(table, source))
     reps = settings.reps_for(sel.n_tests)
     _check_memory(sel, len(metrics), reps)
@@ -76,3 +80,13 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
     orderings = engine.pairwise_details(sel, families[settings.metric], settings, progress)
     profile_rows, per_task = engine.profiles_and_tasks(sel, settings, progress)
     return engine.assemble(sel, settings, boot, families, orderings, profile_rows, per_task, claims, source)
+
+
+def __getattr__(name: str):
+    # Progress lives in the engine, which is imported on first use so that ``rlaudit run`` / ``validate``
+    # (which check [audit] settings) start without SciPy and the bootstrap engine.
+    if name == "Progress":
+        from rlaudit.audit.engine import Progress
+
+        return Progress
+    raise AttributeError(f"module 'rlaudit.audit' has no attribute {name!r}")

@@ -15,7 +15,7 @@ import numpy as np
 
 from rlaudit.audit.orderings import CORRECTIONS, min_reps
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.stats.bootstrap import CI_METHODS, DEFAULT_REPS
+from rlaudit.stats.schemes import CI_METHODS, DEFAULT_REPS
 from rlaudit.stats.metrics import METRICS
 
 FLAGS: dict[str, str] = {

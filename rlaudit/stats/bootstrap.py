@@ -38,15 +38,7 @@ from rlaudit.stats.metrics import METRICS, TRIM, aggregate, as_score_set, check_
 MAX_BATCH_ELEMENTS = 1 << 16
 """Upper bound on ``batch * n_scores`` for the default batch size."""
 
-DEFAULT_REPS = 50_000
-"""rliable's default number of bootstrap replicates for aggregate metrics."""
-
-INTERVAL_METHODS: tuple[str, ...] = ("percentile", "bca")
-"""Interval rules of :func:`interval` (applied to replicates of the original or the expanded runs)."""
-
-CI_METHODS: tuple[str, ...] = ("expanded", "percentile", "bca")
-"""Bootstrap schemes of an audit: ``expanded`` (default; percentile intervals of the expanded bootstrap,
-see :func:`expand_runs`), ``percentile`` (rliable's scheme, exact parity) and ``bca``."""
+from rlaudit.stats.schemes import CI_METHODS, DEFAULT_REPS, INTERVAL_METHODS  # noqa: F401 (re-exported)
 
 
 # ------------------------------------------------------------------------------------------ RNG streams

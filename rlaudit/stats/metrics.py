@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.stats
 
 METRICS: tuple[str, ...] = ("iqm", "median", "mean", "og")
 """Aggregate metrics, in display order."""
@@ -87,6 +86,8 @@ def aggregate(metric: str, score_set: Sequence[np.ndarray] | np.ndarray, gamma: 
     check_metric(metric)
     arrays = as_score_set(score_set)
     if metric == "iqm":
+        import scipy.stats  # on use: the metric names above are read by commands that compute nothing
+
         return float(scipy.stats.trim_mean(np.concatenate(arrays), proportiontocut=TRIM, axis=None))
     if metric == "og":
         return float(gamma - np.mean([np.mean(np.minimum(a, gamma)) for a in arrays]))
