@@ -158,15 +158,15 @@ def document_json(doc: dict) -> str:
     """The ``audit.json`` text of a document (``AuditResult.to_dict()``, possibly with optional keys such as
     ``published_agreement``): indented, UTF-8 safe, every NaN or infinite float (an unbounded interval) as
     ``null``, which is all JSON can hold. One serializer for every writer of the document."""
-    return json.dumps(_finite(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(finite_document(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _finite(obj):
+def finite_document(obj):
     """``obj`` with every NaN or infinite float replaced by ``None`` (recursively through dicts and lists)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_document(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite_document(v) for v in obj]
     return obj

@@ -9,12 +9,11 @@ and the expected rank and its central range read off ``rank_distribution``.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 
 from rlaudit.audit.claims import VERDICTS
-from rlaudit.audit.result import SCHEMA_VERSION, document_json  # one definition: the audit stage writes what the report reads
+from rlaudit.audit.result import SCHEMA_VERSION, finite_document  # one definition: the audit stage writes what the report reads
 from rlaudit.audit.result import format_budget, unit_name
 from rlaudit.audit.rows import (  # the typed audit.json rows (one from_dict each)
     AuditRows, ChecklistItem, Claim, Crossover, Inversion, Ordering, RankDistribution, Sensitivity, decision_text)
@@ -163,7 +162,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     if not isinstance(audit, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(audit).__name__}")
     # Render exactly what audit.json holds: an unbounded interval (inf) is null there, "–" here.
-    audit = json.loads(document_json(audit))
+    audit = finite_document(audit)
     version = audit.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(f"{where}: schema_version {version!r} is not supported (this rlaudit reads "
