@@ -370,7 +370,7 @@ def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
     try:
         _wait_for(store, proc, done=1)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -434,3 +434,37 @@ def test_batched_evaluation_equals_one_episode_at_a_time():
     assert batched == one
     assert len(calls) < n_sequential and max(c[0] for c in calls) == 3  # really side by side, 3 at a time
     assert evaluate(agent, make_env(task, 77, evaluation=True), ev, steps=600) != one  # draws depend on steps
+
+
+@pytest.mark.parametrize("name,extra", [
+    ("DQN", {}),
+    ("QRDQN", {"n_quantiles": 8}),
+    ("IQN", {"n_tau": 4, "n_tau_target": 4, "n_tau_act": 4}),
+])
+def test_precomputed_observation_checks_change_no_number(name, extra):
+    """The acting fast path (observation checks answered once) trains and acts exactly as SB3's own path."""
+    import torch as th
+
+    from rlaudit.algorithms import make_agent
+    from rlaudit.run.runner import precompute_observation_checks
+    from rlaudit.run.spec import TaskSpec
+
+    task = TaskSpec("MinAtar/Breakout-v1", "minatar")
+    hp = {"learning_starts": 100, "buffer_size": 1_000, "batch_size": 16, "train_freq": 1,
+          "exploration_fraction": 0.1, **extra}
+    probe = make_env(task, 5).reset(seed=5)[0]
+    results = []
+    for fast in (False, True):
+        agent = make_agent(name, make_env(task, 0), hp, seed=3, policy_kwargs={"net_arch": [32]})
+        if fast:
+            precompute_observation_checks(agent)
+            assert "predict" in vars(agent.model.policy)  # the fast path is really in place
+        agent.train(500)
+        policy = agent.model.policy
+        acts = [policy.predict(probe, deterministic=True)[0], policy.predict(probe[None], deterministic=True)[0]]
+        results.append(([p.detach().clone() for p in policy.parameters()], acts))
+    (slow_params, slow_acts), (fast_params, fast_acts) = results
+    assert all(th.equal(a, b) for a, b in zip(slow_params, fast_params))
+    assert all(np.array_equal(a, b) and np.shape(a) == np.shape(b) for a, b in zip(slow_acts, fast_acts))
+    with pytest.raises(ValueError, match="Error: Unexpected observation shape"):
+        policy.predict(probe[:5], deterministic=True)  # a wrong shape still gets SB3's own message
