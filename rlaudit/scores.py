@@ -74,6 +74,10 @@ class ScoreMeta:
     """Normalisation already applied to ``score`` (``""`` = raw scores, else e.g. ``"atari"``)."""
     notes: tuple[str, ...] = ()
     """Free-text provenance notes added by importers (missing records, resampling rule, …)."""
+    runs_planned: int = 0
+    """For a run store: runs its protocol plans (``0``: not a store)."""
+    runs_finished: int = 0
+    """For a run store: runs finished (``done``), the only ones in the table."""
 
     def to_dict(self) -> dict:
         """Plain-dict form (JSON-serialisable)."""
@@ -102,6 +106,12 @@ class ScoreMeta:
             raise InputError(f"{where}: score kind {self.score_kind!r} is not one of {', '.join(SCORE_KINDS)}")
         if not self.budget_unit:
             raise InputError(f"{where}: budget unit is empty")
+        for name in ("runs_planned", "runs_finished"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InputError(f"{where}: {name} must be a whole number >= 0, got {value!r}")
+        if self.runs_finished > self.runs_planned:
+            raise InputError(f"{where}: runs_finished ({self.runs_finished}) exceeds runs_planned ({self.runs_planned})")
 
 
 @dataclass(frozen=True)

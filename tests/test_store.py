@@ -346,3 +346,51 @@ def test_version_1_store_is_read_with_a_note_and_migrated_by_run(tmp_path, pl):
     con.close()
     new = export_table(path)
     assert new.frame.equals(before) and UNVERIFIED_NOTE not in new.meta.notes
+
+
+def test_an_incomplete_sweep_is_a_checklist_warning_in_the_verdict(tmp_path):
+    """Auditing a store before its sweep finished says so in the verdict, with the counts; a finished one does not."""
+    from rlaudit.protocol import load_protocol
+
+    proto = tmp_path / "st3.toml"
+    proto.write_text(TEXT.replace("seeds = 2", "seeds = 3").replace("[[claims]]\nbetter = \"PPO\"\nworse = \"A2C\"\n", ""))
+    p3 = plan(load_protocol(proto))
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, p3.protocol)
+    store.sync_plan(p3)
+    later = []
+    for r in p3.runs:
+        means = {50: 1.0 + r.seed, 100: 2.0 + r.seed, 150: 3.0 + r.seed, 200: 4.0 + r.seed}
+        if r.seed == 2:
+            later.append((r, means))
+        else:
+            fill(store, r, means)
+    store.close()
+    assert export_table(path).meta.runs_planned == 12 and export_table(path).meta.runs_finished == 8
+
+    def audit(out):
+        result = CliRunner().invoke(main, ["report", str(path), "-o", str(tmp_path / out), "--format", "md,json",
+                                           "--reps", "2000", "--reps-pairwise", "100"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads((tmp_path / out / "audit.json").read_text())
+        return [c for c in doc["checklist"] if c["id"] == "incomplete-sweep"], (tmp_path / out / "report.md").read_text()
+
+    found, md = audit("a")
+    assert [(c["severity"], c["details"]) for c in found] == [("warning", {"runs_planned": 12, "runs_finished": 8})]
+    assert "the sweep is incomplete: 8 of 12 planned runs are finished and audited; 4 are not" in md.split("## 2.")[0]
+
+    store = Store.open_for_run(path, p3.protocol)
+    for r, means in later:
+        fill(store, r, means)
+    store.close()
+    found, md = audit("b")
+    assert found == [] and "sweep is incomplete" not in md
+
+
+def test_run_counts_in_score_metadata_are_checked():
+    from rlaudit.scores import ScoreMeta
+
+    with pytest.raises(InputError, match="runs_finished \\(3\\) exceeds runs_planned \\(2\\)"):
+        ScoreMeta.from_dict({"runs_planned": 2, "runs_finished": 3}, "m.json")
+    with pytest.raises(InputError, match="m.json: runs_planned must be a whole number >= 0, got -1"):
+        ScoreMeta.from_dict({"runs_planned": -1}, "m.json")

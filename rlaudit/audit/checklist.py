@@ -14,6 +14,7 @@ id                         severity  when
 ``train-scores``           warning   all scores are returns logged during training
 ``max-over-evaluations``   warning   scores are the maximum over evaluations (optimistically biased)
 ``raw-scores``             warning   raw scores aggregated across several tasks without normalisation
+``incomplete-sweep``       warning   a run store whose sweep is not finished (only finished runs are audited)
 =========================  ========  ==================================================================
 """
 
@@ -172,3 +173,16 @@ def check_normalization(n_tasks: int, normalization: str) -> list[Finding]:
             "tasks with large score scales dominate the aggregate; pass --normalize (atari, minmax:FILE, "
             "divide:K) unless the scores are already on a common scale")]
     return []
+
+
+def check_sweep(runs_planned: int, runs_finished: int) -> list[Finding]:
+    """``incomplete-sweep``: a run store audited before all its planned runs finished."""
+    if not runs_planned or runs_finished >= runs_planned:
+        return []
+    return [Finding(
+        "incomplete-sweep", "warning",
+        f"the sweep is incomplete: {runs_finished} of {runs_planned} planned runs are finished and audited; "
+        f"{runs_planned - runs_finished} are not",
+        "the verdict may change as the remaining runs arrive; finish the sweep ('rlaudit run PROTOCOL --store "
+        "STORE' resumes it) before quoting it as the protocol's result",
+        {"runs_planned": runs_planned, "runs_finished": runs_finished})]

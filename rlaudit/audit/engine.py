@@ -26,7 +26,7 @@ import pandas as pd
 
 from rlaudit import __version__
 from rlaudit.audit.checklist import (check_budgets, check_eval_protocol, check_normalization, check_runs,
-                                     check_score_kind, check_tasks)
+                                     check_score_kind, check_sweep, check_tasks)
 from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
 from rlaudit.audit.inversions import find_crossovers, find_inversions, metric_sensitivity
 from rlaudit.audit.orderings import (control_family, correction_description, decision_label, interval_at,
@@ -427,6 +427,7 @@ def checklist(sel: Selection) -> list[dict]:
     findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
     findings += check_eval_protocol(sel.audited)
     findings += check_normalization(len(sel.tasks), sel.norm_label)
+    findings += check_sweep(sel.table.meta.runs_planned, sel.table.meta.runs_finished)
     return [f.to_dict() for f in findings]
 
 

@@ -128,7 +128,8 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     missing = len(runs) - len(done)
     if missing:
         notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
-    meta = ScoreMeta(budget_unit="env_steps", score_kind="eval", source=str(path), notes=tuple(notes))
+    meta = ScoreMeta(budget_unit="env_steps", score_kind="eval", source=str(path), notes=tuple(notes),
+                     runs_planned=len(runs), runs_finished=len(done))
     return ScoreTable.from_frame(frame, meta, where=str(path), line_offset=1)
 
 
