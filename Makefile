@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # Tests run on 2 cores by default; raise for bigger machines.
 PYTEST_ARGS ?=
 
-.PHONY: run record test install install-test browser latex reports bench clean
+.PHONY: run record test install install-test browser latex reports flagship bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,13 @@ record: install
 	$(MAKE) run RUN_DIR=sweeps/quickstart
 	rm -rf sweeps/quickstart/report
 	$(BIN)/python scripts/make_reports.py --data ../shared/data
+
+# The recorded flagship (protocols/dqn-family-minatar.toml, ~10 CPU-hours): resume its store seed by seed, so
+# that a partial store covers every game and agent, then regenerate its report. Interrupt and rerun at will.
+FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
+flagship: install
+	for s in 0 1 2 3 4; do $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
+	$(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 
 test: install-test browser latex
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

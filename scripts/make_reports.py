@@ -3,7 +3,9 @@
 For every bundled published protocol (``protocols/published/*.toml``) this runs
 ``rlaudit report PROTOCOL --data DATA -o reports/<protocol-name>`` with the protocol's own audit settings
 (default bootstrap sizes), and for the recorded quickstart sweep (``sweeps/quickstart/``, when present) it
-renders ``reports/quickstart`` from the sweep's ``audit/audit.json`` (else its store). Each report is
+renders ``reports/quickstart`` from the sweep's ``audit/audit.json`` (else its store); every other recorded
+sweep (``sweeps/NAME/store.sqlite``, e.g. the flagship) is audited from its store, joined with the
+published data it reruns, into ``reports/NAME``. Each report is
 written into a fresh folder and swapped in only when it succeeded, so a failure leaves the previous
 recorded report untouched. Exit status 1 when any report failed.
 
@@ -33,6 +35,11 @@ def _jobs(data: Path) -> list[tuple[str, list[str]]]:
         if candidate.exists():
             jobs.append(("quickstart", [str(candidate.relative_to(REPO))]))
             break
+    # Other recorded sweeps (the flagship): audited from their store; --data finds the published side of a
+    # rerun ([rerun_of] in the store's protocol).
+    for store in sorted((REPO / "sweeps").glob("*/store.sqlite")):
+        if store.parent.name != "quickstart":
+            jobs.append((store.parent.name, [str(store.relative_to(REPO)), "--data", str(data)]))
     return jobs
 
 
