@@ -128,7 +128,7 @@ def test_dopamine_rerun_section_scales_to_minatar():
     section = section_of(load_protocol(DOPAMINE))
     assert [a.published for a in section.agents] == ["DQN", "C51", "Rainbow", "IQN", "Quantile (JAX)",
                                                     "DQN (Adam + MSE in JAX)"]
-    assert [a.algorithm for a in section.agents] == ["DQN", "C51", "DopamineRainbow", "IQN", "QRDQN", None]
+    assert [a.algorithm for a in section.agents] == ["DQN", "C51", "DopamineRainbow", "IQN", "DQNFamily", None]
     minatar = section.suites["minatar"]
     hp, pk = scaled_settings(section, section.agents[0], minatar, largest=1_000_000)
     # Factor 5M / 50M = 0.1: replay 1M -> 100k, learning starts 20k -> 2k, target 8k -> 800, eps 250k -> 25k.

@@ -146,8 +146,9 @@ DOPAMINE_RERUN_NOTE = (
     "scaled to the suite: replay size, learning starts, target-update period and the epsilon schedule are "
     "multiplied by the suite's reference_steps / 50M (Dopamine's 200 iterations x 250k agent steps); learning "
     "rates, Adam epsilon, n-step, batch, update period, gamma and final epsilon are kept. Not reproduced: "
-    "Dopamine's networks (the suite's MLP replaces the Nature CNN), RMSProp for DQN (SB3: Adam), prioritized "
-    "replay for QR-DQN (sb3-contrib's QR-DQN samples uniformly), Dopamine's unclipped gradients (SB3's DQN "
+    "Dopamine's networks (the suite's MLP replaces the Nature CNN), RMSProp for DQN (SB3: Adam), the fixed "
+    "importance-sampling exponent 0.5 of Dopamine's prioritized replay (here annealed from 0.5 to 1), "
+    "Dopamine's unclipped gradients (SB3's DQN "
     "clips the gradient norm at 10), sticky actions and Atari preprocessing on non-Atari suites.")
 DOPAMINE_SHARED = {"buffer_size": 1_000_000, "learning_starts": 20_000, "batch_size": 32, "gamma": 0.99,
                    "train_freq": 4, "gradient_steps": 1, "target_update_interval": 8_000, "exploration_initial_eps": 1.0,
@@ -165,11 +166,13 @@ DOPAMINE_AGENTS = [
     {"published": "IQN", "algorithm": "IQN", "hyperparams": {"learning_rate": 0.00005, "n_steps": 3},
      "policy_kwargs": {"optimizer_kwargs": {"eps": 0.0003125}},
      "note": "implicit_quantile.gin: 64 + 64 tau samples, 32 for acting, kappa 1, 3-step, Adam lr 5e-5, eps 3.125e-4"},
-    {"published": "Quantile (JAX)", "algorithm": "QRDQN", "label": "QR-DQN",
-     "hyperparams": {"learning_rate": 0.00005, "n_steps": 3, "n_quantiles": 200},
+    {"published": "Quantile (JAX)", "algorithm": "DQNFamily", "label": "QR-DQN",
+     "hyperparams": {"distributional": "qr", "n_quantiles": 200, "n_steps": 3, "prioritized": True, "per_alpha": 0.5,
+                     "per_beta": 0.5, "learning_rate": 0.00005},
      "policy_kwargs": {"optimizer_kwargs": {"eps": 0.0003125}},
-     "note": "quantile.gin: 200 quantiles, kappa 1, 3-step, Adam lr 5e-5, eps 3.125e-4; Dopamine's prioritized "
-             "replay is not available on sb3-contrib's QR-DQN (uniform replay here)"},
+     "note": "quantile.gin (JAX): 200 quantiles, kappa 1, 3-step, prioritized replay (priorities: the square root "
+             "of the loss, i.e. alpha 0.5; importance exponent 0.5), Adam lr 5e-5, eps 3.125e-4; composed on "
+             "DQNFamily, since sb3-contrib's QR-DQN samples uniformly"},
     {"published": "DQN (Adam + MSE in JAX)", "runnable": False,
      "note": "dqn_adam_mse.gin differs from DQN by its loss (mean squared error instead of Huber) and Adam "
              "(lr 6.25e-5, eps 1.5e-4); SB3's DQN loss is fixed to Huber and is not a hyperparameter, so a rerun "
