@@ -108,6 +108,17 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             e.close()
 
 
+def _dqn_family_model(agent):
+    """The SB3 model of a DQN-family agent (SB3's DQN and subclasses, sb3-contrib's QR-DQN), else ``None``."""
+    from sb3_contrib import QRDQN
+    from stable_baselines3 import DQN
+
+    model = getattr(agent, "model", None)
+    if getattr(agent, "kind", None) != "sb3" or not isinstance(model, (DQN, QRDQN)):
+        return None
+    return model
+
+
 def skip_redundant_mode_switches(agent) -> None:
     """Make an SB3 policy's ``set_training_mode`` a no-op when the mode does not change.
 
@@ -117,11 +128,8 @@ def skip_redundant_mode_switches(agent) -> None:
     remembering the last one changes no number (tested). Other algorithms are left alone: CrossQ, for one,
     switches its batch-norm layers by other means.
     """
-    from sb3_contrib import QRDQN
-    from stable_baselines3 import DQN
-
-    model = getattr(agent, "model", None)
-    if getattr(agent, "kind", None) != "sb3" or not isinstance(model, (DQN, QRDQN)):
+    model = _dqn_family_model(agent)
+    if model is None:
         return
     policy = model.policy
     real = policy.set_training_mode
@@ -147,12 +155,10 @@ def precompute_observation_checks(agent) -> None:
     MinAtar DQN step is saved. Image spaces, other algorithms and other inputs keep SB3's own path.
     """
     from gymnasium import spaces
-    from sb3_contrib import QRDQN
-    from stable_baselines3 import DQN
     from stable_baselines3.common.preprocessing import is_image_space
 
-    model = getattr(agent, "model", None)
-    if getattr(agent, "kind", None) != "sb3" or not isinstance(model, (DQN, QRDQN)):
+    model = _dqn_family_model(agent)
+    if model is None:
         return
     policy = model.policy
     space = policy.observation_space
