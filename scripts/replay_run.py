@@ -9,7 +9,6 @@ Usage: ``python scripts/replay_run.py STORE RUN_ID``
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -18,8 +17,7 @@ def main(argv: list[str]) -> int:
     from rlaudit.errors import InputError
     from rlaudit.protocol import parse_protocol, plan
     from rlaudit.run.runner import execute_run, set_single_thread
-    from rlaudit.store import stored_protocol_text
-    from rlaudit.store.sqlite import open_readonly
+    from rlaudit.store import run_evaluations, stored_protocol_text
 
     if len(argv) != 2:
         print("usage: python scripts/replay_run.py STORE RUN_ID", file=sys.stderr)
@@ -30,12 +28,7 @@ def main(argv: list[str]) -> int:
         spec = next((r for r in plan(parse_protocol(text, where)).runs if r.run_id == run_id), None)
         if spec is None:
             raise InputError(f"{store}: no run {run_id!r} in its protocol's plan")
-        con = open_readonly(store)
-        try:
-            stored = {s: (json.loads(r), json.loads(l)) for s, r, l in con.execute(
-                "SELECT env_steps, returns, lengths FROM evaluations WHERE run_id=?", (run_id,))}
-        finally:
-            con.close()
+        stored = run_evaluations(store, run_id)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -312,6 +312,12 @@ def test_a_bit_flip_inside_an_evaluation_is_caught(tmp_path, pl):
         export_table(path)
     result = CliRunner().invoke(main, ["export", str(path), "-o", str(tmp_path / "o.csv")])
     assert result.exit_code == 2 and "checksum" in result.output and not (tmp_path / "o.csv").exists()
+    from rlaudit.store import run_evaluations
+
+    with pytest.raises(InputError, match=f"run {run_id} at {steps} env steps does not match its checksum"):
+        run_evaluations(path, run_id)  # the one-run reader (scripts/replay_run.py) verifies too
+    other = next(r.run_id for r in pl.runs if r.run_id != run_id)
+    assert run_evaluations(path, other)[100] == ([1.0, 3.0], [10, 12])
 
 
 def _downgrade_to_v1(path) -> None:

@@ -38,10 +38,8 @@ def _evaluations(con, path: Path) -> pd.DataFrame:
                        "WHERE r.status = 'done' ORDER BY e.run_id, e.env_steps").fetchall()
     out = []
     for r in rows:
-        if checked and record_checksum(*r[:5]) != r[5]:
-            raise InputError(f"{path}: the evaluation of run {r[0]} at {r[1]} env steps does not match its "
-                             f"checksum: the store was changed or damaged after it was written; restore a backup "
-                             f"or rerun that run")
+        if checked:
+            _verify(r, path)
         try:
             mean = float(np.mean(json.loads(r[2])))
         except (ValueError, TypeError) as exc:
@@ -49,6 +47,32 @@ def _evaluations(con, path: Path) -> pd.DataFrame:
                              f"the store is damaged") from None
         out.append((r[0], int(r[1]), mean))
     return pd.DataFrame(out, columns=["run_id", "env_steps", "mean_return"])
+
+
+def _verify(row, path: Path) -> None:
+    """Raise when an evaluation row ``(run_id, env_steps, returns, lengths, wall_time, checksum)`` was altered."""
+    if record_checksum(*row[:5]) != row[5]:
+        raise InputError(f"{path}: the evaluation of run {row[0]} at {row[1]} env steps does not match its "
+                         f"checksum: the store was changed or damaged after it was written; restore a backup "
+                         f"or rerun that run")
+
+
+def run_evaluations(path: str | os.PathLike, run_id: str) -> dict[int, tuple[list, list]]:
+    """``env_steps -> (returns, lengths)`` of one run as stored, each record's checksum verified (schema 2 on)."""
+    path = Path(path)
+    con = open_readonly(path)
+    try:
+        checked = schema_version(con) >= 2
+        rows = con.execute("SELECT run_id, env_steps, returns, lengths, wall_time" + (", checksum" if checked else "")
+                           + " FROM evaluations WHERE run_id = ? ORDER BY env_steps", (run_id,)).fetchall()
+    finally:
+        con.close()
+    out = {}
+    for r in rows:
+        if checked:
+            _verify(r, path)
+        out[int(r[1])] = (json.loads(r[2]), json.loads(r[3]))
+    return out
 
 
 def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> ScoreTable:
