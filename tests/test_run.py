@@ -468,3 +468,56 @@ def test_precomputed_observation_checks_change_no_number(name, extra):
     assert all(np.array_equal(a, b) and np.shape(a) == np.shape(b) for a, b in zip(slow_acts, fast_acts))
     with pytest.raises(ValueError, match="Error: Unexpected observation shape"):
         policy.predict(probe[:5], deterministic=True)  # a wrong shape still gets SB3's own message
+
+
+def test_random_policy_reference_plays_the_evaluation_episodes_with_uniform_actions():
+    from rlaudit.run.reference import random_policy_reference
+    from rlaudit.run.runner import _derived_seed, episode_seed
+    from rlaudit.run.spec import TaskSpec
+
+    task, ev = TaskSpec("CartPole-v1", max_episode_steps=200), EvalSpec(eval_seed=7, n_eval_episodes=3)
+    ref = random_policy_reference(task, ev, 6)
+    # By hand: episode i is reset with the evaluation's episode seed and samples from its own action stream.
+    expected = []
+    for i in range(6):
+        env = gymnasium.make("CartPole-v1", max_episode_steps=200)
+        env.action_space.seed(_derived_seed(7, 3, 0, i))
+        env.reset(seed=episode_seed(7, i))
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total, done = total + reward, terminated or truncated
+        expected.append(total)
+    assert ref.returns == tuple(expected) and ref.task == "CartPole-v1"
+    assert len(set(expected)) > 1  # really random episodes, not one replayed
+    assert ref.mean == pytest.approx(np.mean(expected))
+    assert ref.sem == pytest.approx(np.std(expected, ddof=1) / np.sqrt(6))
+    assert random_policy_reference(task, ev, 6) == ref  # same seed, same numbers
+    assert random_policy_reference(task, EvalSpec(eval_seed=8), 6).returns != ref.returns
+    with pytest.raises(ValueError, match="at least 1"):
+        random_policy_reference(task, ev, 0)
+
+
+def test_reference_scores_script_prints_a_normalization_table_the_audit_accepts(tmp_path):
+    import tomllib
+
+    from rlaudit.stats.normalize import parse_normalization
+    from rlaudit.store import export_table
+
+    store = REPO / "sweeps" / "quickstart" / "store.sqlite"
+    script = [sys.executable, str(REPO / "scripts" / "reference_scores.py"), "protocols/quickstart.toml"]
+    out = subprocess.run(script + ["--episodes", "3", "--store", str(store)], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    section = tomllib.loads(out.stdout)["normalization"]
+    norm = parse_normalization(section, "printed")
+    frame = export_table(store).at_budget(40_000)
+    for task in ("CartPole-v1", "Acrobot-v1"):
+        best = frame[frame["task"] == task].pivot_table(index="algorithm", values="score", aggfunc="mean").max()
+        assert norm.reference_for(task)[1] == pytest.approx(round(float(best.iloc[0]), 3))
+    assert -500 <= norm.reference_for("Acrobot-v1")[0] < -400  # a random policy rarely swings up
+    for bad, says in ((["--episodes", "0"], "--episodes: must be at least 1"),
+                      (["--store", str(tmp_path / "none.sqlite")], "none.sqlite")):
+        out = subprocess.run(script + bad, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stdout == "" and says in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

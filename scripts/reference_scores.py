@@ -1,0 +1,86 @@
+"""Measure min-max reference scores for a protocol's tasks and print them as a ``[normalization]`` table.
+
+- low: the uniformly random policy's mean return, played on the protocol's own evaluation (same
+  environment, step limit and episode seeds as a run's evaluation; :mod:`rlaudit.run.reference`);
+- high (with ``--store``): the best algorithm's mean score at the store's largest budget, per task, i.e.
+  1.0 = "as good as the best agent of this study at its largest budget". This reference is derived from
+  the data it then normalises: it only sets how much each task weighs in an aggregate (a per-task affine
+  map common to every algorithm keeps every per-task ordering), and it moves if the study changes, so a
+  protocol that uses it should say so.
+
+Usage: ``python scripts/reference_scores.py PROTOCOL [--episodes N] [--store STORE]``
+Exit status 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _best_agent_means(store: str, tasks: list[str]) -> tuple[int, dict[str, tuple[str, float]]]:
+    from rlaudit.errors import InputError
+    from rlaudit.store import export_table
+
+    table = export_table(store)
+    top = table.budgets[-1]
+    frame = table.at_budget(top)
+    missing = sorted(set(tasks) - set(frame["task"]))
+    if missing:
+        raise InputError(f"{store}: no finished run at budget {top} for task(s) {', '.join(missing)}")
+    means = frame.groupby(["task", "algorithm"])["score"].mean()
+    best = {}
+    for task in tasks:
+        algo = means[task].idxmax()
+        best[task] = (algo, float(means[task][algo]))
+    return top, best
+
+
+def main(argv: list[str]) -> int:
+    from rlaudit.errors import InputError
+    from rlaudit.protocol import load_protocol, plan
+    from rlaudit.run.reference import random_policy_reference
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("protocol")
+    ap.add_argument("--episodes", type=int, default=100, help="random-policy episodes per task (default 100)")
+    ap.add_argument("--store", help="a store of the protocol's sweep: the high end is its best agent's mean")
+    args = ap.parse_args(argv)
+    try:
+        if args.episodes < 1:
+            raise InputError(f"--episodes: must be at least 1, not {args.episodes}")
+        runs = plan(load_protocol(args.protocol)).runs
+        first = {}
+        for r in runs:  # the lowest seed's evaluation settings per task
+            if r.task.id not in first or r.seed < first[r.task.id].seed:
+                first[r.task.id] = r
+        if not first:
+            raise InputError(f"{args.protocol}: its plan has no run, so no task to measure")
+        tasks = list(first)
+        top, best = _best_agent_means(args.store, tasks) if args.store else (None, {})
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    refs = {}
+    for i, task in enumerate(tasks, 1):
+        t0 = time.perf_counter()
+        ref = random_policy_reference(first[task].task, first[task].eval, args.episodes)
+        refs[task] = ref
+        print(f"[{i}/{len(tasks)}] {task}: random policy {ref.mean:.3f} ± {ref.sem:.3f} (s.e.m., "
+              f"{args.episodes} episodes, {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    print("[normalization]")
+    print('method = "minmax"')
+    print(f"# low: uniformly random policy, mean of {args.episodes} episodes on this protocol's evaluation "
+          f"(python scripts/reference_scores.py {args.protocol} --episodes {args.episodes}"
+          + (f" --store {args.store})" if args.store else ")"))
+    if best:
+        print(f"# high: best algorithm's mean score at {top} env steps in that store: "
+              + "; ".join(f"{t} {a} {m:.3f}" for t, (a, m) in best.items()))
+    print("references = { " + ", ".join(
+        f'"{t}" = [{round(refs[t].mean, 3)}, {round(best[t][1], 3) if best else "HIGH"}]' for t in tasks) + " }")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
