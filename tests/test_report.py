@@ -761,3 +761,25 @@ def test_summary_and_report_word_claims_and_decisions_alike(audit_doc, tmp_path)
     for c in r.crossovers:
         assert f"{decision_text(c.before, c.a, c.b)} up to {r.budget(c.last_budget_before)}" in summary
         assert decision_text(c.before, c.a, c.b) in md
+
+
+def test_unbounded_interval_is_explained_in_every_format(audit_doc, tmp_path):
+    import copy
+
+    from rlaudit.report.render import render_text
+
+    figures = {stem: {} for stem in STEMS}
+    assert "no bounded interval" not in _render_md(audit_doc)  # every interval of the fixture is bounded
+    doc = copy.deepcopy(audit_doc)
+    doc["settings"]["interval_method"] = "expanded"
+    row = next(a for a in doc["aggregates"] if a["metric"] == doc["settings"]["metric"])
+    row["lo"] = row["hi"] = None
+    model = build_model(doc)
+    md = render_text(model, "md", figures)
+    assert format_interval(row["point"], None, None) in md and "effective degrees of freedom" in md
+    assert "no bounded interval at this level" in render_text(model, "html", {})
+    tex = render_text(model, "tex", figures)
+    assert tex.count("no bounded interval at this level") == 2  # both aggregate captions
+    _tex_structure(tex)
+    (tmp_path / "tables.tex").write_text(tex)
+    _pdflatex(tmp_path)
