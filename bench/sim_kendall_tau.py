@@ -4,7 +4,8 @@ What is measured: the interval ``rank_agreement`` reports for τ-b between the p
 of 5 agents, against the TRUE τ: τ between the agents' *population* IQMs on the two sides (tasks held fixed,
 as the bootstrap holds them fixed; only the runs are random).
 
-Simulated benchmarks (Gaussian runs, or Gamma-skewed with ``--skew k``; the population IQM is exact): on each side, task ``m`` has a scale
+Simulated benchmarks (Gaussian runs, or Gamma-skewed with ``--skew k``; the population IQM is exact): on each
+side, task ``m`` has a scale
 ``s_m`` (log-uniform; published 60 tasks over [0.3, 3] like human-normalised Atari, rerun 5 tasks over
 [1, 30] like raw MinAtar returns), and a run of agent ``a`` scores ``N(s_m (e_a + g_am), (SD s_m)^2)`` with
 ``e_a`` the agent's effect (the scenario), ``g_am`` a fixed agent x task interaction (SD 0.05) and run noise
