@@ -99,6 +99,12 @@ def rank_agreement(published_point, rerun_point, published_reps, rerun_reps, con
         ``{tau, lo, hi, n_agents, n_reps}``: ``tau`` from the point estimates; ``lo``/``hi`` the
         ``(1 ∓ confidence) / 2`` quantiles (linear interpolation) of τ over replicate pairs where it is
         defined; ``n_reps`` how many were. ``None`` where undefined (fewer than 2 agents, a constant side).
+
+    Calibration (measured by ``bench/sim_kendall_tau.py``, table in ``docs/audit-json.md``): with 5 agents the
+    interval covers the τ of the population aggregates in 82-100 % of simulated audits for a nominal 95 %:
+    conservative (94-100 %) when the rankings partly agree, down to 82 % when they agree or disagree completely
+    with 3 rerun runs per task. The basic, bias-corrected, BCa, rerun-only and expanded-run intervals were measured
+    too and were not better calibrated across the scenarios, so the percentile interval stays.
     """
     tau = kendall_tau(published_point, rerun_point)
     taus = kendall_tau_rows(published_reps, rerun_reps)
