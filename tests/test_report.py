@@ -783,3 +783,9 @@ def test_unbounded_interval_is_explained_in_every_format(audit_doc, tmp_path):
     _tex_structure(tex)
     (tmp_path / "tables.tex").write_text(tex)
     _pdflatex(tmp_path)
+    assert md.count("no bounded interval at this level") == 2  # under the aggregates and under the orderings
+
+    only_ordering = copy.deepcopy(audit_doc)
+    only_ordering["settings"]["interval_method"] = "expanded"
+    only_ordering["orderings"][0]["diff_lo"] = only_ordering["orderings"][0]["diff_hi"] = None
+    assert "no bounded interval at this level" in render_text(build_model(only_ordering), "md", figures)

@@ -110,15 +110,17 @@ class Report:
 
     @property
     def unbounded_note(self) -> str:
-        """Why some aggregate interval shows "–" ("" when every one is bounded)."""
-        if not any(iv.point is not None and (iv.lo is None or iv.hi is None) for iv in self.aggregates.values()):
+        """Why some interval of an aggregate or an ordering shows "–" ("" when every one is bounded)."""
+        intervals = [*self.aggregates.values(), *(o.diff for o in self.orderings)]
+        if not any(iv.point is not None and (iv.lo is None or iv.hi is None) for iv in intervals):
             return ""
         if self.audit.get("settings", {}).get("interval_method") == "expanded":
             return ("[–, –]: no bounded interval at this level. The expanded bootstrap reads its interval on "
                     "Student's t with the effective degrees of freedom of the per-task variances; when a task or "
                     "two carry almost all of the variance (few runs per task, or raw scores on different scales), "
-                    "that level lies beyond the most extreme bootstrap replicate, so these runs cannot bound the "
-                    "interval. More runs per task, or normalised scores, give a bounded one.")
+                    "that level (for an ordering, the error-controlled one) lies beyond the most extreme bootstrap "
+                    "replicate, so these runs cannot bound the interval. More runs per task, or normalised scores, "
+                    "give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
 
     def orderings_at(self, budget: int) -> list[Ordering]:
