@@ -98,6 +98,8 @@ def test_parse_mapping_specs(tmp_path):
     assert parse_normalization({"method": "divide", "divisor": 1000}).label == "divide:1000"
     assert parse_normalization({"method": "atari"}).method == "atari"
     assert parse_normalization({"method": "none"}).method == "none"
+    sourced = parse_normalization({"method": "minmax", "references": {"a": [0, 2]}, "source": " measured here "})
+    assert sourced.source == "measured here" and sourced.label == "minmax" and parse_normalization("atari").source == ""
 
 
 @pytest.mark.parametrize("spec,message", [
@@ -131,6 +133,8 @@ def test_parse_errors(spec, message):
     ({"method": "minmax", "reference": {}}, r"p\.toml: unknown key 'reference' \(did you mean 'references'"),
     ({"method": "humann"}, r"p\.toml\.method: unknown normalisation 'humann'"),
     ({}, r"p\.toml\.method: required"),
+    ({"method": "minmax", "references": {"a": [0, 1]}, "source": 3}, r"p\.toml\.source: expected a string"),
+    ({"method": "none", "source": "x"}, r"p\.toml\.source: not used by method 'none'"),
 ])
 def test_parse_mapping_errors(spec, message):
     with pytest.raises(InputError, match=message):

@@ -789,3 +789,20 @@ def test_unbounded_interval_is_explained_in_every_format(audit_doc, tmp_path):
     only_ordering["settings"]["interval_method"] = "expanded"
     only_ordering["orderings"][0]["diff_lo"] = only_ordering["orderings"][0]["diff_hi"] = None
     assert "no bounded interval at this level" in render_text(build_model(only_ordering), "md", figures)
+
+
+def test_setup_names_the_normalisation_references_and_their_source():
+    rng = np.random.default_rng(0)
+    rows = [{"algorithm": a, "task": t, "run": str(r), "budget": 100, "score": float(rng.normal(mu + lo, 1))}
+            for a, mu in (("A", 5.0), ("B", 6.0)) for t, lo in (("t1", 0.0), ("t2", 10.0)) for r in range(4)]
+    table = ScoreTable.from_frame(pd.DataFrame(rows))
+    norm = {"method": "minmax", "references": {"t1": [0, 10], "t2": [10, 20], "unused": [0, 1]},
+            "source": "low: random policy; high: best agent"}
+    doc = run_audit(table, AuditSettings(reps=400, reps_pairwise=100, normalization=norm)).to_dict()
+    assert doc["data"]["normalization_detail"] == {"references": {"t1": [0.0, 10.0], "t2": [10.0, 20.0]},
+                                                   "source": "low: random policy; high: best agent"}
+    setup = dict(build_model(doc).setup)
+    assert setup["Normalisation"] == ("minmax; (score − low) / (high − low) with [low, high] t1 [0.000, 10.00], "
+                                      "t2 [10.00, 20.00]; low: random policy; high: best agent")
+    raw = run_audit(table, AuditSettings(reps=400, reps_pairwise=100)).to_dict()
+    assert "normalization_detail" not in raw["data"] and dict(build_model(raw).setup)["Normalisation"] == "none"

@@ -63,6 +63,9 @@ class Selection:
     """The normalised table."""
     norm_label: str
     """Normalisation written to ``audit.json``."""
+    norm_detail: dict
+    """``{"references": {task: [low, high]}, "source": str}`` of the applied normalisation, each key only when
+    it applies (references of the audited tasks, for ``minmax``/``atari``); ``{}`` for raw scores."""
     algorithms: list[str]
     budgets: list[int]
     """Audited budgets, ascending."""
@@ -99,7 +102,7 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
             run, a claim naming an unknown algorithm or budget, a task without reference scores.
     """
     raw = table
-    table, norm_label = _normalize(table, settings.normalization)
+    table, norm_label, norm = _normalize(table, settings.normalization)
     budgets, tasks, findings = _budgets_and_tasks(table, settings, where)
     check_claims(claims, table.algorithms, budgets, table.meta.budget_unit)
     keep = table.frame["budget"].isin(budgets) & table.frame["task"].isin(tasks)
@@ -109,21 +112,34 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     raw_sets, _ = _score_sets(raw.frame[raw.frame["budget"].isin(budgets) & raw.frame["task"].isin(tasks)],
                               table.algorithms, budgets, tasks)
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
-    return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
-                     findings)
+    return Selection(table, norm_label, _norm_detail(norm, tasks), list(table.algorithms), budgets, tasks, audited,
+                     sets, raw_sets, paired, findings)
 
 
-def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str]:
-    """Apply the normalisation ``spec``; return the table and the label written to ``audit.json``."""
+def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str, object | None]:
+    """Apply the normalisation ``spec``; return the table, the label written to ``audit.json`` and the
+    :class:`~rlaudit.stats.normalize.Normalization` applied (``None``: none)."""
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "none"):
-        return table, table.meta.normalized or "none"
+        return table, table.meta.normalized or "none", None
     from rlaudit.stats.normalize import normalize, parse_normalization
 
     norm = spec if hasattr(spec, "method") and hasattr(spec, "label") else parse_normalization(spec, "--normalize")
     if getattr(norm, "method", None) == "none":
-        return table, table.meta.normalized or "none"
+        return table, table.meta.normalized or "none", None
     out = normalize(table, norm)
-    return out, out.meta.normalized or norm.label
+    return out, out.meta.normalized or norm.label, norm
+
+
+def _norm_detail(norm, tasks: list[str]) -> dict:
+    """What a reader needs to check a normalisation: the audited tasks' references and their source."""
+    if norm is None:
+        return {}
+    detail: dict = {}
+    if norm.method in ("minmax", "atari"):
+        detail["references"] = {t: list(norm.reference_for(t)) for t in tasks if norm.reference_for(t)}
+    if getattr(norm, "source", ""):
+        detail["source"] = norm.source
+    return detail
 
 
 def _budgets_and_tasks(table: ScoreTable, settings: AuditSettings, where: str) -> tuple[list[int], list[str], list]:
@@ -442,6 +458,7 @@ def data_doc(sel: Selection, source) -> dict:
         "budget_labels": [dict(x) for x in getattr(source, "budget_labels", ()) if x.get("budget") in sel.budgets],
         "score_kind": score_kind[0] if len(score_kind) == 1 else "mixed",
         "normalization": sel.norm_label,
+        **({"normalization_detail": sel.norm_detail} if sel.norm_detail else {}),
         "paired_budgets": [a for a in sel.algorithms if sel.paired[a]] if len(sel.budgets) > 1 else [],
         "design": [{"algorithm": r.algorithm, "task": r.task, "budget": int(r.budget), "n_runs": int(r.n_runs)}
                    for r in design.itertuples()],

@@ -135,6 +135,21 @@ class Report:
         return None
 
 
+def _normalisation_text(label: str, detail) -> str:
+    """The setup row: the method, then (when ``audit.json`` has them) the references and their source."""
+    if not isinstance(detail, dict):
+        return label
+    parts = [label]
+    refs = detail.get("references")
+    if isinstance(refs, dict) and refs and label != "atari":  # Atari's table is standard; 57 pairs would drown
+        parts.append("(score − low) / (high − low) with [low, high] " + ", ".join(
+            f"{t} [{format_number(p[0])}, {format_number(p[1])}]" for t, p in refs.items()
+            if isinstance(p, list) and len(p) == 2))
+    if detail.get("source"):
+        parts.append(str(detail["source"]))
+    return "; ".join(parts)
+
+
 # --------------------------------------------------------------------------------------------- building
 def _require(doc: dict, key: str, where: str, kind: type | tuple = (list, dict)):
     if key not in doc:
@@ -349,7 +364,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
     rows.append(("Score kind", {"eval": "evaluation episodes", "train": "returns logged during training",
                                 "mixed": "mixed (evaluation and training returns)"}.get(
                                     data.get("score_kind"), str(data.get("score_kind")))))
-    rows.append(("Normalisation", str(s.get("normalization") or data.get("normalization") or "none")))
+    rows.append(("Normalisation", _normalisation_text(str(s.get("normalization") or data.get("normalization")
+                                                          or "none"), data.get("normalization_detail"))))
     if data.get("eval_protocol"):
         rows.append(("Evaluation protocol", str(data["eval_protocol"])))
     rows.append(("Deciding metric", f"{metric_name(r.metric)} (also reported: "

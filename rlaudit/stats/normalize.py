@@ -15,7 +15,7 @@ import csv
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -137,6 +137,8 @@ class Normalization:
     """``atari``/``minmax``: task -> (low, high); normalised = (score - low) / (high - low)."""
     label: str = "none"
     """Short name written into outputs: ``"none"``, ``"atari"``, ``"divide:1000"``, ``"minmax"``."""
+    source: str = ""
+    """Where the references or divisor come from, in words (a protocol's ``source``; shown in reports)."""
 
     def reference_for(self, task: str) -> tuple[float, float] | None:
         """(low, high) for ``task``, or ``None`` when the task has no reference."""
@@ -203,7 +205,7 @@ def _divide(value, where: str) -> Normalization:
     return Normalization("divide", divisor=k, label=f"divide:{k:g}")
 
 
-_MAPPING_KEYS = ("method", "divisor", "references", "references_file")
+_MAPPING_KEYS = ("method", "divisor", "references", "references_file", "source")
 
 
 def _parse_mapping(spec: Mapping, where: str, base_dir: Path | None) -> Normalization:
@@ -223,8 +225,17 @@ def _parse_mapping(spec: Mapping, where: str, base_dir: Path | None) -> Normaliz
     stray = [k for k in given if k not in allowed[method]]
     if stray:
         raise InputError(f"{where}.{stray[0]}: not used by method {method!r}")
+    source = spec.get("source", "")
+    if not isinstance(source, str):
+        raise InputError(f"{where}.source: expected a string saying where the references come from")
     if method == "none":
+        if source:
+            raise InputError(f"{where}.source: not used by method 'none'")
         return NONE
+    return replace(_parse_method(spec, method, where, base_dir), source=source.strip())
+
+
+def _parse_method(spec: Mapping, method: str, where: str, base_dir: Path | None) -> Normalization:
     if method == "atari":
         return Normalization("atari", references=ATARI_REFERENCE, label="atari")
     if method == "divide":
