@@ -6,7 +6,8 @@
   1.0 = "as good as the best agent of this study at its largest budget". This reference is derived from
   the data it then normalises: it only sets how much each task weighs in an aggregate (a per-task affine
   map common to every algorithm keeps every per-task ordering), and it moves if the study changes, so a
-  protocol that uses it should say so.
+  protocol that uses it should say so. Without ``--store`` the high ends are printed as ``HIGH``, to be
+  replaced by a sourced reference.
 
 Usage: ``python scripts/reference_scores.py PROTOCOL [--episodes N] [--store STORE]``
 Exit status 2 on bad input.
@@ -15,6 +16,7 @@ Exit status 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -69,14 +71,15 @@ def main(argv: list[str]) -> int:
         refs[task] = ref
         print(f"[{i}/{len(tasks)}] {task}: random policy {ref.mean:.3f} ± {ref.sem:.3f} (s.e.m., "
               f"{args.episodes} episodes, {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    command = f"python scripts/reference_scores.py {args.protocol} --episodes {args.episodes}" + (
+        f" --store {args.store}" if args.store else "")
+    source = (f"low: the uniformly random policy's mean return over {args.episodes} episodes of this protocol's "
+              f"evaluation; high: " + (f"the best algorithm's mean score at {top} env steps in this sweep (" + ", ".join(
+                  f"{t.split('/')[-1]}: {a}" for t, (a, _) in best.items()) + "), derived from the data it normalises"
+                  if best else "HIGH") + f" ({command})")
     print("[normalization]")
     print('method = "minmax"')
-    print(f"# low: uniformly random policy, mean of {args.episodes} episodes on this protocol's evaluation "
-          f"(python scripts/reference_scores.py {args.protocol} --episodes {args.episodes}"
-          + (f" --store {args.store})" if args.store else ")"))
-    if best:
-        print(f"# high: best algorithm's mean score at {top} env steps in that store: "
-              + "; ".join(f"{t} {a} {m:.3f}" for t, (a, m) in best.items()))
+    print(f"source = {json.dumps(source, ensure_ascii=False)}")
     print("references = { " + ", ".join(
         f'"{t}" = [{round(refs[t].mean, 3)}, {round(best[t][1], 3) if best else "HIGH"}]' for t in tasks) + " }")
     return 0

@@ -511,6 +511,8 @@ def test_reference_scores_script_prints_a_normalization_table_the_audit_accepts(
     assert out.returncode == 0, out.stderr
     section = tomllib.loads(out.stdout)["normalization"]
     norm = parse_normalization(section, "printed")
+    assert norm.source.startswith("low: the uniformly random policy's mean return over 3 episodes") \
+        and "the best algorithm's mean score at 40000 env steps in this sweep" in norm.source
     frame = export_table(store).at_budget(40_000)
     for task in ("CartPole-v1", "Acrobot-v1"):
         best = frame[frame["task"] == task].pivot_table(index="algorithm", values="score", aggfunc="mean").max()
