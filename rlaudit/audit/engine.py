@@ -63,9 +63,6 @@ class Selection:
     """The normalised table."""
     norm_label: str
     """Normalisation written to ``audit.json``."""
-    norm_detail: dict
-    """``{"references": {task: [low, high]}, "source": str}`` of the applied normalisation, each key only when
-    it applies (references of the audited tasks, for ``minmax``/``atari``); ``{}`` for raw scores."""
     algorithms: list[str]
     budgets: list[int]
     """Audited budgets, ascending."""
@@ -81,6 +78,9 @@ class Selection:
     """Per algorithm: the same run ids at every audited budget (runs resampled jointly across budgets)."""
     findings: list = field(default_factory=list)
     """Checklist findings about what was left out."""
+    norm_detail: dict = field(default_factory=dict)
+    """``{"references": {task: [low, high]}, "source": str}`` of the applied normalisation, each key only when
+    it applies (references of the audited tasks, for ``minmax``/``atari``); ``{}`` for raw scores."""
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -112,8 +112,8 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     raw_sets, _ = _score_sets(raw.frame[raw.frame["budget"].isin(budgets) & raw.frame["task"].isin(tasks)],
                               table.algorithms, budgets, tasks)
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
-    return Selection(table, norm_label, _norm_detail(norm, tasks), list(table.algorithms), budgets, tasks, audited,
-                     sets, raw_sets, paired, findings)
+    return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
+                     findings, norm_detail=_norm_detail(norm, tasks))
 
 
 def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str, object | None]:
