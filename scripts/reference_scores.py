@@ -39,12 +39,19 @@ def _best_agent_means(store: str, tasks: list[str]) -> tuple[int, dict[str, tupl
     return top, best
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's usage errors as one line (``error: ...``), exit status 2, like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}\n")
+
+
 def main(argv: list[str]) -> int:
     from rlaudit.errors import InputError
     from rlaudit.protocol import load_protocol, plan
     from rlaudit.run.reference import random_policy_reference
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("protocol")
     ap.add_argument("--episodes", type=int, default=100, help="random-policy episodes per task (default 100)")
     ap.add_argument("--store", help="a store of the protocol's sweep: the high end is its best agent's mean")
@@ -73,10 +80,14 @@ def main(argv: list[str]) -> int:
               f"{args.episodes} episodes, {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     command = f"python scripts/reference_scores.py {args.protocol} --episodes {args.episodes}" + (
         f" --store {args.store}" if args.store else "")
+    if best:
+        winners = ", ".join(f"{t.split('/')[-1]}: {a}" for t, (a, _) in best.items())
+        high = (f"the best algorithm's mean score at {top} env steps in this sweep ({winners}), derived from the "
+                f"data it normalises")
+    else:
+        high = "HIGH"
     source = (f"low: the uniformly random policy's mean return over {args.episodes} episodes of this protocol's "
-              f"evaluation; high: " + (f"the best algorithm's mean score at {top} env steps in this sweep (" + ", ".join(
-                  f"{t.split('/')[-1]}: {a}" for t, (a, _) in best.items()) + "), derived from the data it normalises"
-                  if best else "HIGH") + f" ({command})")
+              f"evaluation; high: {high} ({command})")
     print("[normalization]")
     print('method = "minmax"')
     print(f"source = {json.dumps(source, ensure_ascii=False)}")

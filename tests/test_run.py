@@ -519,6 +519,7 @@ def test_reference_scores_script_prints_a_normalization_table_the_audit_accepts(
         assert norm.reference_for(task)[1] == pytest.approx(round(float(best.iloc[0]), 3))
     assert -500 <= norm.reference_for("Acrobot-v1")[0] < -400  # a random policy rarely swings up
     for bad, says in ((["--episodes", "0"], "--episodes: must be at least 1"),
+                      (["--episodes", "abc"], "argument --episodes: invalid int value: 'abc'"),
                       (["--store", str(tmp_path / "none.sqlite")], "none.sqlite")):
         out = subprocess.run(script + bad, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert out.returncode == 2 and out.stdout == "" and says in out.stderr

@@ -136,7 +136,7 @@ def _norm_detail(norm, tasks: list[str]) -> dict:
         return {}
     detail: dict = {}
     if norm.method in ("minmax", "atari"):
-        detail["references"] = {t: list(norm.reference_for(t)) for t in tasks if norm.reference_for(t)}
+        detail["references"] = {t: list(pair) for t in tasks if (pair := norm.reference_for(t))}
     if getattr(norm, "source", ""):
         detail["source"] = norm.source
     return detail
