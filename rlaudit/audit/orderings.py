@@ -17,7 +17,9 @@ Error control (``correction``):
   each member the tail count ``t*_r`` of that replicate as a null value (``min(#{D <= D_r}, #{D >= D_r})``); at step ``k`` the members not yet decided are compared with the
   distribution of ``min`` of their ``t*_r``. It uses the dependence between members (pairs sharing an
   algorithm, paired budgets), so it decides at least as much as Holm up to Monte-Carlo error, and it
-  equals the single percentile test when the family has one member.
+  equals the single test when the family has one member. A step's adjusted p-value is never below the
+  member's own p-value (``P(min of the null p-values <= p) >= p``): the replicate count alone can fall below
+  that bound when the replicates are tied (2 runs per task) or the p-values are read on Student's t.
 - ``holm``: step-down with multiplier ``m - k`` at step ``k`` (0-based); valid under any dependence.
 - ``bonferroni``: every member with multiplier ``m``.
 
@@ -180,10 +182,10 @@ def _min_p_steps(p: np.ndarray, order: np.ndarray, n: int, alpha: float,
 
     ``minU_r(k)`` is the smallest null p-value ``(2 t*_r + 1) / (n + 1)`` of replicate ``r`` over the members
     from step ``k`` on (built from the last step backwards, one column at a time, so memory is one ``(n,)``
-    vector). The step's p-value is ``(#{r: minU_r(k) <= p_k} + 1) / (n + 1)`` (with one member, the member's
-    own p-value, see :func:`null_tails`); a member is decided at the step iff that is below ``alpha``, i.e.
-    iff its p-value is below the critical value, the ``(A + 1)``-th smallest ``minU_r(k)`` with ``A`` the
-    largest count such that ``(A + 1) / (n + 1) < alpha``.
+    vector). The step's p-value is ``max(p_k, (#{r: minU_r(k) <= p_k} + 1) / (n + 1))`` (with one member, the
+    member's own p-value, see :func:`null_tails`); a member is decided at the step iff that is below
+    ``alpha``, i.e. iff its p-value is below the critical value, the smaller of ``alpha`` and the
+    ``(A + 1)``-th smallest ``minU_r(k)`` with ``A`` the largest count such that ``(A + 1) / (n + 1) < alpha``.
     """
     m = p.size
     step_p = np.empty(m)
@@ -192,13 +194,17 @@ def _min_p_steps(p: np.ndarray, order: np.ndarray, n: int, alpha: float,
     allowed = int(math.ceil(alpha * (n + 1) - 1.0)) - 1  # largest count with (count + 1) / (n + 1) < alpha
     for k in range(m - 1, -1, -1):
         np.minimum(running, p_from_tail(null_column(int(order[k])), n), out=running)
-        step_p[k] = (np.count_nonzero(running <= p[order[k]]) + 1.0) / (n + 1.0)
+        # P(min of the remaining null p-values <= p_k) is at least P(member's own null p-value <= p_k) = p_k.
+        # The replicate count can fall below that bound when the null p-values are coarser than uniform
+        # (tied replicates: 2 runs per task give a handful of distinct bootstrap values) or when p_k is a
+        # calibrated transform of the plain p-value (the t reading); the bound keeps p_adjusted >= p_value.
+        step_p[k] = max((np.count_nonzero(running <= p[order[k]]) + 1.0) / (n + 1.0), p[order[k]])
         if allowed < 0:
             critical[k] = 0.0
         elif allowed >= n:
-            critical[k] = np.inf
+            critical[k] = alpha
         else:
-            critical[k] = float(np.partition(running, allowed)[allowed])
+            critical[k] = min(float(np.partition(running, allowed)[allowed]), alpha)
     return np.minimum(step_p, 1.0), critical
 
 
