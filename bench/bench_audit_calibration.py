@@ -39,6 +39,7 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
+from rlaudit.audit.calibration import detect_shapes
 from rlaudit.audit.engine import Progress, Selection, bootstrap_aggregates, decide_family
 from rlaudit.audit.runs_needed import runs_needed
 from rlaudit.audit.settings import AuditSettings
@@ -99,12 +100,145 @@ class Benchmark:
         return out
 
 
+
+SHAPES: tuple[str, ...] = ("gamma", "collapsed", "heavy", "poisson")
+"""Data shapes of :class:`ShapeBenchmark` (issue 17): the shapes deep-RL scores have."""
+
+
+@dataclass(frozen=True)
+class ShapeBenchmark:
+    """Task distributions of a given shape, with nested runs through a Gaussian copula (correlation ``rho``).
+
+    - ``gamma``: skewed runs, Gamma shape 1-4, scale log-uniform over two decades (as :class:`Benchmark`);
+    - ``collapsed``: each run (a seed) fails to ~0 with probability 0.2 and stays failed at every budget; the
+      others score ``max(0, scale (1 + 0.4 z))``; task scales log-uniform, 30x apart;
+    - ``heavy``: ``scale (1 + 0.4 t)`` with ``t`` Student-t with 2.5 degrees of freedom;
+    - ``poisson``: Poisson counts with rates 0.5-20 (integer scores, many ties), two tasks constant at 0
+      (a game where nothing scores).
+
+    A planted shift adds ``shift * sd`` to every run of a task (``sd``: the task's between-run SD at growth 1).
+    Population IQMs come from ``n_truth`` quantile-spaced draws per task (exact for ``gamma``).
+    """
+
+    shape: str
+    scales: np.ndarray
+    params: np.ndarray
+    rho: float = 0.7
+    n_truth: int = 200_000
+
+    @classmethod
+    def make(cls, shape: str, n_tasks: int, rho: float = 0.7, seed: int = 12345) -> ShapeBenchmark:
+        rng = np.random.default_rng(seed)
+        if shape == "gamma":
+            return cls(shape, np.exp(rng.uniform(np.log(0.1), np.log(10.0), n_tasks)), rng.uniform(1.0, 4.0, n_tasks), rho)
+        if shape == "poisson":
+            return cls(shape, np.ones(n_tasks), rng.uniform(0.5, 20.0, n_tasks), rho)
+        return cls(shape, np.exp(rng.uniform(0.0, np.log(30.0), n_tasks)), np.zeros(n_tasks), rho)
+
+    def quantile(self, u: np.ndarray, fail: np.ndarray, growth: float) -> np.ndarray:
+        """Scores of shape ``u.shape`` (tasks on axis 0) from copula uniforms ``u`` and failure uniforms ``fail``."""
+        sc, pa = self.scales[:, None], self.params[:, None]
+        if self.shape == "gamma":
+            return scipy.special.gammaincinv(pa, u) * sc * growth
+        if self.shape == "collapsed":
+            ok = np.maximum(0.0, sc * growth * (1.0 + 0.4 * scipy.special.ndtri(u)))
+            return np.where(fail < 0.2, 0.01 * sc * fail, ok)
+        if self.shape == "heavy":
+            return sc * growth * (1.0 + 0.4 * scipy.stats.t.ppf(u, 2.5))
+        lam = np.broadcast_to(pa * growth, u.shape)
+        x = scipy.stats.poisson.ppf(u, lam)
+        x[:2] = 0.0  # two constant tasks
+        return x
+
+    def sd(self) -> np.ndarray:
+        """Between-run SD of each task at growth 1, shape ``(n_tasks,)`` (constant tasks: that of the others)."""
+        u = (np.arange(self.n_truth) + 0.5) / self.n_truth
+        x = self.quantile(np.tile(u, (self.scales.size, 1)), np.tile(np.random.default_rng(0).random(self.n_truth),
+                                                                   (self.scales.size, 1)), 1.0)
+        sd = x.std(axis=1)
+        return np.where(sd > 0, sd, np.median(sd[sd > 0]))
+
+    def population_iqm(self, growth: float, shifts: np.ndarray | float = 0.0) -> float:
+        """25 %-trimmed mean of the equal-weight mixture of the task distributions (``n_truth`` draws a task)."""
+        if self.shape == "gamma":
+            return Benchmark(self.params, self.scales).population_iqm(growth, shifts)
+        n = self.n_truth
+        u = np.tile((np.arange(n) + 0.5) / n, (self.scales.size, 1))
+        fail = np.tile(np.random.default_rng(1).random(n), (self.scales.size, 1))
+        x = self.quantile(u, fail, growth) + np.asarray(shifts, dtype=np.float64).reshape(-1, 1)
+        return float(scipy.stats.trim_mean(x.ravel(), 0.25))
+
+    def draw(self, rng: np.random.Generator, n_runs: int, growth, shifts=None) -> list[list[np.ndarray]]:
+        """Nested runs: per budget, one array of shape ``(n_runs,)`` per task; ``shifts[b]`` per task."""
+        n_tasks = self.scales.size
+        w = rng.standard_normal((n_tasks, n_runs))
+        fail = rng.random((n_tasks, n_runs))
+        out = []
+        for i, g in enumerate(growth):
+            z = np.sqrt(self.rho) * w + np.sqrt(1.0 - self.rho) * rng.standard_normal((n_tasks, n_runs))
+            x = self.quantile(scipy.special.ndtr(z), fail, g)
+            if shifts is not None:
+                x = x + np.asarray(shifts[i])[:, None]
+            out.append(list(x))
+        return out
+
+
+def audit_many(sets_by_algorithm: dict[str, list], settings: AuditSettings, reps: int, budgets):
+    """The audit's decision steps on any number of algorithms' nested score sets; returns (replicates, family)."""
+    budgets = list(budgets)
+    names = list(sets_by_algorithm)
+    sets = {(a, b): sets_by_algorithm[a][i] for a in names for i, b in enumerate(budgets)}
+    n_tasks = len(next(iter(sets_by_algorithm.values()))[0])
+    tasks = [f"t{t}" for t in range(n_tasks)]
+    # The audit detects data shapes in the scores it audits and adapts its t reading (rlaudit.audit.calibration):
+    # the bench measures the procedure as run, detection included.
+    sel = Selection(None, "none", names, budgets, tasks, None, sets, None, {a: True for a in names},
+                    shapes=detect_shapes(sets, tasks))
+    boot = bootstrap_aggregates(sel, settings, ["iqm"], reps, Progress())
+    return boot, decide_family(sel, boot, settings, "iqm")
+
+
+def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int,
+               correction: str = "maxt", n_algorithms: int = 3, seed: int = 0, power_too: bool = True) -> dict:
+    """Null FWER (``n_algorithms`` identical), 95 % IQM coverage of A, and planted-crossing power (A ahead of the
+    others by 0.5 SD at the first budget, behind by 0.5 SD at the last) for one (shape, scheme, size) cell.
+    Rates as text; the counts behind them under ``counts``."""
+    bench = ShapeBenchmark.make(shape, n_tasks)
+    growth = tuple(np.linspace(1.0, 2.0, n_budgets))
+    budgets = tuple(range(1, n_budgets + 1))
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, correction=correction, reps=reps)
+    truth = [bench.population_iqm(g) for g in growth]
+    sd = bench.sd()
+    names = [chr(ord("A") + k) for k in range(n_algorithms)]
+    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
+    cover = n_cover = fwer = power = 0
+    for sim in range(sims):
+        boot, fam = audit_many({a: bench.draw(rng, n_runs, growth) for a in names}, settings.replace(seed=sim),
+                               reps, budgets)
+        for row in boot.aggregates:
+            if row["algorithm"] == "A":
+                cover += row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
+                n_cover += 1
+        fwer += any(o["decision"] != "inconclusive" for o in fam.orderings.values()) or \
+            any(c["decision"] == "changed" for c in fam.changes)
+        if not power_too:
+            continue
+        shifts = [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
+                  for i, g in enumerate(growth)]
+        sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
+        _, fam = audit_many(sets, settings.replace(seed=10_000 + sim), reps, budgets)
+        first, last = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(n_budgets, "A", "B")]["decision"]
+        power += first == "a>b" and last == "b>a"
+    return {"cover": rate(cover, n_cover), "fwer": rate(fwer, sims), "power": rate(power, sims),
+            "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims}}
+
 def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS):
     """The audit's decision steps on two algorithms' nested score sets; returns (replicates, family)."""
     budgets = list(budgets)
     sets = {("A", b): a_sets[i] for i, b in enumerate(budgets)} | {("B", b): b_sets[i] for i, b in enumerate(budgets)}
-    sel = Selection(None, "none", ["A", "B"], budgets, [f"t{t}" for t in range(len(a_sets[0]))], None, sets, None,
-                    {"A": True, "B": True})
+    tasks = [f"t{t}" for t in range(len(a_sets[0]))]
+    sel = Selection(None, "none", ["A", "B"], budgets, tasks, None, sets, None, {"A": True, "B": True},
+                    shapes=detect_shapes(sets, tasks))
     boot = bootstrap_aggregates(sel, settings, ["iqm"], reps, Progress())
     return boot, decide_family(sel, boot, settings, "iqm")
 
@@ -195,8 +329,24 @@ def main() -> None:
     ap.add_argument("--correction", default="maxt")
     ap.add_argument("--rn-sims", type=int, default=None, help="studies for the runs-needed power (default sims / 2)")
     ap.add_argument("--quick", action="store_true", help="100 audits per cell")
+    ap.add_argument("--shapes", default=None,
+                    help=f"comma list of {', '.join(SHAPES)}: the data-shape table instead (3 identical algorithms "
+                         "under the null, nested budgets with rho 0.7; null FWER, IQM coverage, crossing power)")
+    ap.add_argument("--n-budgets", default="2", help="budget counts for --shapes (comma list)")
+    ap.add_argument("--n-algorithms", type=int, default=3, help="algorithms for --shapes")
+    ap.add_argument("--df-rule", default="welch", choices=("welch", "half"),
+                    help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
+                         "task's n - 1 halved: a smaller-sample correction); measurement only")
     args = ap.parse_args()
     sims = 100 if args.quick else args.sims
+    if args.df_rule == "half":
+        from rlaudit.stats import bootstrap as _bootstrap
+
+        welch = _bootstrap.effective_df
+        _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
+    if args.shapes:
+        shape_table(args, sims)
+        return
     rn_sims = args.rn_sims or max(sims // 2, 20)
     print(f"calibration: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
           f"alpha 0.05, 3 nested budgets (rho {RHO}), 2 algorithms; rates in % with 95% Clopper-Pearson intervals")
@@ -210,6 +360,28 @@ def main() -> None:
                 rn = runs_needed_power(method, n_tasks, n_runs, rn_sims, args.reps)
                 print(f"{method:10} {n_tasks:5d} {n_runs:3d}  {r['cover']:>19}  {r['fwer']:>19}  {r['size']:>19}  "
                       f"{r['power']:>19}  {r['chg_pow']:>19}  {rn:>26}  {time.perf_counter() - t0:5.0f}", flush=True)
+
+
+def shape_table(args, sims: int) -> None:
+    """The data-shape calibration table (``--shapes``)."""
+    print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
+          f"df rule {args.df_rule}, "
+          f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
+          f"rates in % with 95% Clopper-Pearson intervals")
+    print(f"{'shape':10} {'method':10} {'tasks':>5} {'N':>3} {'budgets':>7} {'tests':>5}  {'null fwer (<=5)':>19}  "
+          f"{'cover (93-97)':>19}  {'crossing power':>19}  {'s':>5}")
+    for shape in args.shapes.split(","):
+        for method in args.methods.split(","):
+            for n_tasks in (int(x) for x in args.tasks.split(",")):
+                for n_runs in (int(x) for x in args.runs.split(",")):
+                    for n_budgets in (int(x) for x in args.n_budgets.split(",")):
+                        t0 = time.perf_counter()
+                        r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,
+                                       args.n_algorithms)
+                        pairs = args.n_algorithms * (args.n_algorithms - 1) // 2
+                        m = pairs * (2 * n_budgets - 1)
+                        print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "
+                              f"{r['cover']:>19}  {r['power']:>19}  {time.perf_counter() - t0:5.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,19 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def calibration_bench():
+    """The calibration suite ``bench/bench_audit_calibration.py`` as a module (its simulators and cells)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return importlib.import_module("bench_audit_calibration")
+    finally:
+        sys.path.pop(0)
+
+
 @pytest.fixture(autouse=True)
 def _single_torch_thread(monkeypatch):
     """Tests share 2 cores; keep BLAS/torch from oversubscribing them."""

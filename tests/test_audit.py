@@ -589,25 +589,13 @@ def test_expanded_scheme_widens_intervals_and_decisions():
 
 # ------------------------------------------------------------------------ calibration (fast version)
 
-def _calibration_bench():
-    import importlib
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    try:
-        return importlib.import_module("bench_audit_calibration")
-    finally:
-        sys.path.pop(0)
-
-
 @pytest.mark.parametrize("n_tasks, n_runs", [(10, 3), (26, 5)])
-def test_calibration_fwer_and_coverage_bands(n_tasks, n_runs):
+def test_calibration_fwer_and_coverage_bands(n_tasks, n_runs, calibration_bench):
     """The default scheme on the calibration suite's simulated benchmarks (heterogeneous scales, skewed
     Gamma runs, nested budgets with correlation 0.8, exact population IQM): 200 null audits keep the
     family-wise error at 5 % and the 95 % IQM intervals' coverage in [93 %, 97 %], within a 1 % binomial margin.
     (Measured with 1,000 audits per cell in docs/audit.md.)"""
-    bench = _calibration_bench()
+    bench = calibration_bench
     r = bench.null_rates("expanded", n_tasks, n_runs, sims=200, reps=2_000)
     n, fwer = r["sims"], r["fwer"]
     assert fwer <= _binomial_bound(n, 0.05), f"{fwer}/{n} null audits with a false finding"
@@ -616,9 +604,9 @@ def test_calibration_fwer_and_coverage_bands(n_tasks, n_runs):
     assert low <= r["cover"] <= high, f"coverage {r['cover']}/{r['n_cover']} outside [{low}, {high}]"
 
 
-def test_calibration_percentile_scheme_undercovers_at_three_runs():
+def test_calibration_percentile_scheme_undercovers_at_three_runs(calibration_bench):
     """The same check can fail: rliable's plain percentile bootstrap undercovers at 3 runs per task."""
-    bench = _calibration_bench()
+    bench = calibration_bench
     r = bench.null_rates("percentile", 10, 3, sims=100, reps=2_000)
     assert r["cover"] < scipy.stats.binom.ppf(0.01, r["n_cover"], 0.93)
 

@@ -15,6 +15,9 @@ id                         severity  when
 ``max-over-evaluations``   warning   scores are the maximum over evaluations (optimistically biased)
 ``raw-scores``             warning   raw scores aggregated across several tasks without normalisation
 ``incomplete-sweep``       warning   a run store whose sweep is not finished (only finished runs are audited)
+``data-shape``             warning   collapsed seeds, heavy tails or many ties where the measured error rate of
+                                     the default exceeds the nominal one at the data's size (info if it holds)
+``iqm-trim``               info      the pooled runs are trimmed noticeably less than 25 % each side
 =========================  ========  ==================================================================
 """
 
@@ -55,22 +58,29 @@ def _names(items: Sequence, limit: int = 6) -> str:
     return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def check_runs(frame: pd.DataFrame) -> list[Finding]:
-    """``few-runs`` and ``unequal-runs`` on the audited rows (``frame``: tidy rows actually audited)."""
+def check_runs(frame: pd.DataFrame, row: dict | None = None) -> list[Finding]:
+    """``few-runs`` and ``unequal-runs`` on the audited rows (``frame``: tidy rows actually audited; ``row``: the
+    measured calibration row matching the data, ``settings.calibration.row`` of ``audit.json``, if any)."""
     counts = frame.groupby(["algorithm", "task", "budget"]).size()
     findings = []
     min_runs = counts.groupby(level="algorithm").min()
     few = {a: int(n) for a, n in min_runs.items() if n < MIN_RUNS}
     if few:
         desc = _names([f"{a} has {n}" for a, n in few.items()])
+        if row is None:
+            measured = ("the default expanded bootstrap keeps its stated error rate down to 3 runs per task on "
+                        "skewed continuous runs (docs/audit.md, Calibration)")
+        else:
+            words = "keeps" if row["holds"] else "does not keep"
+            measured = (f"the default expanded bootstrap {words} its stated error rate on data like these "
+                        f"({calibration_text(row)}; docs/audit.md, Calibration by data shape)")
         findings.append(Finding(
             "few-runs", "warning",
             f"fewer than {MIN_RUNS} runs per task: {desc} (smallest count over tasks and budgets)",
-            "the default expanded bootstrap keeps its stated error rate down to 3 runs per task (docs/audit.md, "
-            "Calibration), but with so few runs every interval is wide and small differences stay undecided; "
+            f"{measured}, but with so few runs every interval is wide and small differences stay undecided; "
             "add runs (see runs needed). rliable's plain percentile scheme (--ci-method percentile) "
             "under-covers here (rliable's guidance is >= 10 runs per task)",
-            {"min_runs": few}))
+            {"min_runs": few, **({"calibration_row": row} if row is not None else {})}))
     if counts.nunique() > 1:
         per_alg = {a: sorted({int(n) for n in g}) for a, g in counts.groupby(level="algorithm")}
         groups: dict[str, list[str]] = {}  # "5" or "5/10" -> algorithms with those counts, fewest runs first
@@ -186,3 +196,64 @@ def check_sweep(runs_planned: int, runs_finished: int) -> list[Finding]:
         "the verdict may change as the remaining runs arrive; finish the sweep ('rlaudit run PROTOCOL --store "
         "STORE' resumes it) before quoting it as the protocol's result",
         {"runs_planned": runs_planned, "runs_finished": runs_finished})]
+
+
+SHAPE_WORDS = {"gamma": "skewed continuous runs", "collapsed": "seeds that collapse to ~0 while others learn",
+               "heavy": "heavy-tailed runs", "discrete": "integer-like scores with many ties"}
+"""The data shapes of :mod:`rlaudit.audit.calibration`, in words."""
+
+
+def calibration_text(row: dict) -> str:
+    """A measured calibration row in words: ``"measured on seeds that collapse ... at 5 tasks x 5 runs, 2
+    budgets: null family-wise error 6.9 % [5.4, 8.7], 95 % IQM coverage 89.1 %"``."""
+    rate, lo, hi = row["fwer"]
+    return (f"measured on {SHAPE_WORDS.get(row['shape'], row['shape'])} at {row['n_tasks']} tasks x "
+            f"{row['n_runs']} runs, {row['n_budgets']} budgets: null family-wise error {rate:.1f} % "
+            f"[{lo:.1f}, {hi:.1f}], 95 % IQM coverage {row['coverage'][0]:.1f} %")
+
+
+def check_data_shape(cal: dict) -> list[Finding]:
+    """``data-shape`` and ``iqm-trim`` from ``settings.calibration`` (:func:`rlaudit.audit.engine.calibration_doc`)."""
+    findings = []
+    row = cal.get("row")
+    for shape in cal.get("shapes", ()):
+        matched = row is not None and row["shape"] == shape["shape"]
+        if matched and not row["holds"]:
+            findings.append(Finding(
+                "data-shape", "warning",
+                f"{SHAPE_WORDS[shape['shape']]}: {shape['summary']}; on such data the default's error rates "
+                f"are not the nominal ones ({calibration_text(row)})",
+                "read the family-wise error and the interval coverage as the measured ones, not 5 % / 95 %; "
+                "more runs per task bring them closer (docs/audit.md, Calibration by data shape)",
+                {"shape": shape, "calibration_row": row}))
+        else:
+            measured = f" ({calibration_text(row)})" if matched else ""
+            findings.append(Finding(
+                "data-shape", "info", f"{SHAPE_WORDS[shape['shape']]}: {shape['summary']}{measured}",
+                "the stated error rates were measured to hold on such data at this size" if matched else
+                "the calibration of the default at this shape is in docs/audit.md (Calibration by data shape)",
+                {"shape": shape, **({"calibration_row": row} if matched else {})}))
+    trim = cal.get("iqm_trim", 0.25)
+    if trim < 0.24:
+        k = int(round(trim * cal["pooled_runs"]))
+        findings.append(Finding(
+            "iqm-trim", "info",
+            f"the IQM pools {cal['pooled_runs']} runs per algorithm and budget and trims {k} from each end: "
+            f"{100 * trim:.0f} %, not 25 % (floor(0.25 x {cal['pooled_runs']}) = {k})",
+            "rliable's IQM (scipy.stats.trim_mean) rounds the trimmed count down; with unequal or small designs "
+            "it is a slightly wider mean than the interquartile one",
+            {"pooled_runs": cal["pooled_runs"], "trimmed_each_side": k}))
+    return findings
+
+
+def supported_error_note(settings: dict) -> str:
+    """``"; on data like these ... the simulation puts the family-wise error at 6.9 % [5.4, 8.7], not 5 %"`` when
+    the measured calibration row matching the data (``settings.calibration.row``) does not keep the nominal
+    rates; ``""`` otherwise (and for audits written before the calibration was recorded)."""
+    row = (settings.get("calibration") or {}).get("row")
+    if not row or row.get("holds", True):
+        return ""
+    rate, lo, hi = row["fwer"]
+    return (f"; on data like these ({SHAPE_WORDS.get(row['shape'], row['shape'])}, {row['n_tasks']} tasks x "
+            f"{row['n_runs']} runs) the simulation puts the family-wise error at {rate:.1f} % [{lo:.1f}, {hi:.1f}] "
+            f"and the coverage of 95 % intervals at {row['coverage'][0]:.1f} %, not the nominal ones")

@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import __version__
+from rlaudit.audit import calibration
 from rlaudit.audit.checklist import (check_budgets, check_eval_protocol, check_normalization, check_runs,
-                                     check_score_kind, check_sweep, check_tasks)
+                                     check_data_shape, check_score_kind, check_sweep, check_tasks)
 from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
 from rlaudit.audit.inversions import find_crossovers, find_inversions, metric_sensitivity
 from rlaudit.audit.orderings import (control_family, correction_description, decision_label, interval_at,
@@ -81,6 +82,13 @@ class Selection:
     norm_detail: dict = field(default_factory=dict)
     """``{"references": {task: [low, high]}, "source": str}`` of the applied normalisation, each key only when
     it applies (references of the audited tasks, for ``minmax``/``atari``); ``{}`` for raw scores."""
+    shapes: list = field(default_factory=list)
+    """Data shapes found in ``sets`` (:func:`rlaudit.audit.calibration.detect_shapes`)."""
+
+    @property
+    def df_scale(self) -> float:
+        """Factor on each task's ``n - 1`` in the expanded scheme's t reading (:data:`calibration.DF_SCALE`)."""
+        return min((calibration.DF_SCALE.get(s.shape, 1.0) for s in self.shapes), default=1.0)
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -113,7 +121,7 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
                               table.algorithms, budgets, tasks)
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
     return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
-                     findings, norm_detail=_norm_detail(norm, tasks))
+                     findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks))
 
 
 def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str, object | None]:
@@ -255,13 +263,14 @@ def bootstrap_aggregates(sel: Selection, settings: AuditSettings, metrics: Seque
     if settings.scheme == "expanded":
         for key, score_set in sel.sets.items():
             out.df_parts[key] = (np.array([bootstrap.variance_contributions(m, score_set, settings.gamma)
-                                           for m in metrics]), np.array([x.size - 1 for x in score_set]))
+                                           for m in metrics]), sel.df_scale * np.array([x.size - 1 for x in score_set]))
     for b in sel.budgets:
         for a in sel.algorithms:
             for j, m in enumerate(metrics):
                 point = float(out.points[(a, b)][j])
                 lo, hi = bootstrap.scheme_interval(m, sel.sets[(a, b)], point, out.values[(a, b)][:, j],
-                                                   settings.confidence, settings.scheme, settings.gamma)
+                                                   settings.confidence, settings.scheme, settings.gamma,
+                                                   sel.df_scale)
                 out.aggregates.append({"budget": b, "algorithm": a, "metric": m, "point": point, "lo": lo, "hi": hi})
     return out
 
@@ -436,10 +445,29 @@ def claim_verdicts(sel: Selection, families: dict[str, Family], claims: Sequence
     return [evaluate_claim(c, sel.budgets, metric, lookup) for c in claims]
 
 
-def checklist(sel: Selection) -> list[dict]:
-    """Checklist findings on the audited data."""
+def calibration_doc(sel: Selection, settings: AuditSettings) -> dict:
+    """``audit.json`` ``settings.calibration``: the data shapes found (:mod:`rlaudit.audit.calibration`) and the
+    measured calibration row that matches the data's shape and size under the default scheme (``row``: ``None``
+    for another scheme, whose calibration is in ``docs/audit.md`` only)."""
+    shapes = sel.shapes
+    n_runs = int(sel.audited.groupby(["algorithm", "task", "budget"]).size().min())
+    rows = [calibration.supported_rates(s.shape, len(sel.tasks), n_runs, len(sel.budgets))
+            for s in shapes] or [calibration.supported_rates("gamma", len(sel.tasks), n_runs, len(sel.budgets))]
+    rows = [r for r in rows if r is not None]
+    # The least favourable measured row among the shapes found: the error rate the audit can stand behind.
+    row = max(rows, key=lambda r: (not r.holds, r.fwer[0], -r.coverage[0]), default=None)
+    pooled = min(sum(x.size for x in score_set) for score_set in sel.sets.values())
+    return {"shapes": [{"shape": s.shape, "summary": s.summary, **s.details} for s in shapes],
+            "row": row.to_dict() if row is not None and settings.scheme == "expanded" else None,
+            "df_scale": sel.df_scale if settings.scheme == "expanded" else 1.0, "n_runs": n_runs, "pooled_runs": pooled,
+            "iqm_trim": int(pooled * stats_metrics.TRIM) / pooled if pooled else stats_metrics.TRIM}
+
+
+def checklist(sel: Selection, cal: dict) -> list[dict]:
+    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`)."""
     findings = list(sel.findings)
-    findings += check_runs(sel.audited)
+    findings += check_runs(sel.audited, cal["row"])
+    findings += check_data_shape(cal)
     findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
     findings += check_eval_protocol(sel.audited)
     findings += check_normalization(len(sel.tasks), sel.norm_label)
@@ -466,7 +494,7 @@ def data_doc(sel: Selection, source) -> dict:
     }
 
 
-def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str], reps: int) -> dict:
+def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str], reps: int, cal: dict) -> dict:
     """``audit.json`` ``settings``: the settings as applied, with the error-control description."""
     n_pairs, n_budgets = len(sel.pairs), len(sel.budgets)
     m = max(sel.n_tests, 1)
@@ -485,6 +513,7 @@ def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str]
         "small_sample": settings.scheme == "expanded",
         "budgets_requested": list(settings.budgets) if settings.budgets else None,
         "normalization": sel.norm_label,
+        "calibration": cal,
     }
 
 
@@ -494,14 +523,15 @@ def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families
     """The :class:`AuditResult` from the steps' outputs."""
     main = settings.metric
     inversions, crossovers, sensitivity = budget_findings(sel, families, main)
+    cal = calibration_doc(sel, settings)
     return AuditResult(
         rlaudit_version=__version__, created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         source=source_doc(source, sel.table), data=data_doc(sel, source),
-        settings=settings_doc(sel, settings, boot.metrics, boot.reps), budgets=sel.budgets,
+        settings=settings_doc(sel, settings, boot.metrics, boot.reps, cal), budgets=sel.budgets,
         aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
         crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
         profiles=profile_rows, per_task=per_task, claims=claim_verdicts(sel, families, claims, main),
-        checklist=checklist(sel))
+        checklist=checklist(sel, cal))
 
 
 def _floats(a) -> list[float]:

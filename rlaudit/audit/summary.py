@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rlaudit.audit.checklist import supported_error_note
 from rlaudit.audit.inversions import FINDINGS, NOTES
 from rlaudit.audit.result import AuditResult, format_budget
 from rlaudit.audit.rows import AuditRows, decision_text
@@ -65,6 +66,9 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
                   f"{s.get('n_tests', len(result.orderings))} test(s) ({len(result.orderings)} orderings, "
                   f"{len(result.changes)} changes); intervals on aggregates at {100 * s['confidence']:g}% "
                   f"({s['interval_method']}); other metrics: point estimates (intervals in audit.json)"))
+    note = supported_error_note(s)
+    if note:
+        console.print(Text("measured error rates: " + note.removeprefix("; "), style="yellow"))
 
     agg = typed.aggregate_index()
     rank1 = {(r.budget, r.algorithm): r.probs[0] for r in typed.rank_distribution if r.metric == metric and r.probs}

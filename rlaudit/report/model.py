@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rlaudit.audit.checklist import supported_error_note
 from rlaudit.audit.claims import VERDICTS
 from rlaudit.audit.result import SCHEMA_VERSION, finite_document  # one definition: the audit stage writes what the report reads
 from rlaudit.audit.result import format_budget, unit_name
@@ -319,7 +320,8 @@ def _findings(r: Report) -> list[Finding]:
             out.append(Finding("checklist", item.message, "warning"))
     out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
-                          f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit}).", "info"))
+                          f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit})"
+                          f"{supported_error_note(r.audit['settings'])}.", "info"))
     # keep the headline first, then the rest by severity (stable within a severity)
     rank = {"critical": 0, "warning": 1, "info": 2}
     head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))

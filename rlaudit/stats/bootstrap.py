@@ -518,20 +518,22 @@ def interval_estimates(score_sets: Mapping[str, Sequence[np.ndarray]], metrics: 
 
 
 def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, confidence: float, method: str,
-                    gamma: float = 1.0) -> tuple[float, float]:
+                    gamma: float = 1.0, df_scale: float = 1.0) -> tuple[float, float]:
     """Interval of one metric under a bootstrap scheme of :data:`CI_METHODS` from its replicates
     (``values``, shape ``(reps,)``, from :func:`method_replicates`).
 
     ``bca``: BCa. ``percentile``: rliable's percentile interval. ``expanded``: the percentile interval of the
     expanded replicates at the level whose t-corrected value is ``1 - confidence`` (Hesterberg's expanded
     percentile interval, with the Welch-Satterthwaite degrees of freedom of the per-task variances,
-    :func:`effective_df`, in place of ``n - 1``).
+    :func:`effective_df`, in place of ``n - 1``; each task's ``n - 1`` times ``df_scale``, a smaller-sample
+    correction the audit applies to data shapes on which Welch's normal-theory count overstates what a few
+    runs say about their spread, ``rlaudit.audit.calibration``).
     """
     if method == "bca":
         return interval(point, values, confidence, "bca", jackknife(metric, score_set, gamma))
     if method == "expanded":
         arrays = as_score_set(score_set)
-        df = effective_df(variance_contributions(metric, arrays, gamma), [a.size - 1 for a in arrays])
+        df = effective_df(variance_contributions(metric, arrays, gamma), [df_scale * (a.size - 1) for a in arrays])
         level = float(normal_level(1.0 - confidence, df))
         # With very few degrees of freedom (one task of two runs: df = 1) the t-corrected level lies beyond
         # the last replicate (or underflows to 0): no percentile of these replicates bounds the interval.
