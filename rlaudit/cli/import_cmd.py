@@ -35,9 +35,11 @@ def _parse_option(values: tuple[str, ...]) -> dict:
 @click.option("--n-runs", help="dopamine: expected runs per agent.")
 @click.option("--pivot", type=click.Choice(["algorithm", "task", "run", "budget"]),
               help="wide: which key the value columns hold (default algorithm).")
+@click.option("--run-column", help="tidy: column holding the run id (default: run, else seed).")
+@click.option("--strict", is_flag=True, help="tidy: refuse empty scores instead of leaving them out.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="Any other importer option.")
 def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_unit, rule, max_staleness, variant,
-                  n_runs, pivot, extra):
+                  n_runs, pivot, run_column, strict, extra):
     """Convert published results in FORMAT into a tidy score table.
 
     \b
@@ -59,7 +61,8 @@ def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_u
     if fmt != "auto" and fmt not in IMPORTERS:
         raise InputError(f"FORMAT {fmt!r} is unknown{did_you_mean(fmt, IMPORTERS)}; known: {', '.join(IMPORTERS)}, auto")
     given = {"algorithm": algorithm, "task": task, "budget": budget, "budgets": budgets, "budget_unit": budget_unit,
-             "rule": rule, "max_staleness": max_staleness, "variant": variant, "n_runs": n_runs, "pivot": pivot}
+             "rule": rule, "max_staleness": max_staleness, "variant": variant, "n_runs": n_runs, "pivot": pivot,
+             "run_column": run_column, "strict": strict or None}
     options = {k: v for k, v in given.items() if v is not None}
     options.update(_parse_option(extra))
     if fmt != "auto":

@@ -25,6 +25,7 @@ def sniff(path: Path) -> str:
         if any(f.name == "evaluations.npz" for f in files):
             kinds.add("zoo")
         jsons = sorted(f for f in files if f.name.endswith((".json", ".json.gz")) and ".vg." not in f.name
+                       and not f.name.endswith(".meta.json")
                        and f.name.lower() not in ("manifest.json",))
         if jsons:
             kinds.add(_sniff_json(jsons[0]))
