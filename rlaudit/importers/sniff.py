@@ -24,6 +24,8 @@ def sniff(path: Path) -> str:
         files = [f for f in path.rglob("*") if f.is_file()]
         if any(f.name == "evaluations.npz" for f in files):
             kinds.add("zoo")
+        if any("tfevents" in f.name for f in files):
+            kinds.add("tensorboard")
         jsons = sorted(f for f in files if f.name.endswith((".json", ".json.gz")) and ".vg." not in f.name
                        and not f.name.endswith(".meta.json")
                        and f.name.lower() not in ("manifest.json",))
@@ -36,6 +38,8 @@ def sniff(path: Path) -> str:
             raise InputError(f"{path}: the folder holds several formats ({', '.join(sorted(kinds))}); pass --format")
         return kinds.pop()
     name = path.name.lower()
+    if "tfevents" in name:
+        return "tensorboard"
     if name.endswith(".npz"):
         return "zoo"
     if name.endswith(".parquet"):
