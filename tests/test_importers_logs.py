@@ -251,3 +251,143 @@ def test_tensorboard_bad_inputs(tb_logs, tmp_path):
     (twin / src.name).write_bytes(src.read_bytes())
     assert_import_fails(tmp_path, ["tensorboard", str(root / "runs"), str(tmp_path / "twin")],
                         "run ppo_clean/CartPole-v1/7 also comes from")
+
+
+# --------------------------------------------------------------------------------- W&B / openrlbenchmark
+
+RUN_A, RUN_B = "CartPole-v1__ppo__1__1700000000", "CartPole-v1__dqn__2__1700000050"
+
+
+def _panel_csv(path: Path, runs=(RUN_A, RUN_B), metric="charts/episodic_return") -> Path:
+    """A panel's "Export CSV" as the W&B UI writes it: every field quoted, __MIN/__MAX beside each run."""
+    header = ["Step"] + [f"{r} - {metric}{b}" for r in runs for b in ("", "__MIN", "__MAX")]
+    rows = [["100", "10", "9", "11", "", "", ""], ["200", "20", "19", "21", "5", "5", "5"],
+            ["300", "", "", "", "7.5", "7", "8"]]
+    path.write_text("\n".join(",".join(f'"{c}"' for c in r[: len(header)]) for r in [header, *rows]) + "\n")
+    return path
+
+
+def test_wandb_panel_export(tmp_path):
+    p = _panel_csv(tmp_path / "wandb_export_2026-01-01.csv")
+    table, stderr = import_ok(["auto", str(p)], tmp_path / "o.csv")
+    got = sorted(zip(table.frame["algorithm"], table.frame["run"], table.frame["budget"], table.frame["score"]))
+    assert got == [("dqn", "2", 200, 5.0), ("dqn", "2", 300, 7.5), ("ppo", "1", 100, 10.0), ("ppo", "1", 200, 20.0)]
+    assert set(table.frame["task"]) == {"CartPole-v1"} and table.meta.score_kind == "train"
+    # plain W&B run names need the algorithm and task; the run is the name
+    p2 = _panel_csv(tmp_path / "named.csv", runs=("ruby-sun-12", "dark-moon-3"), metric="eval/mean_reward")
+    assert_import_fails(tmp_path, ["wandb", str(p2)], "named.csv", "cannot tell the algorithm of run 'ruby-sun-12'")
+    table, _ = import_ok(["wandb", str(p2), "--algorithm", "PPO", "--task", "CartPole-v1"], tmp_path / "o2.csv")
+    assert sorted(set(table.frame["run"])) == ["dark-moon-3", "ruby-sun-12"] and table.meta.score_kind == "eval"
+
+
+def test_wandb_panel_bad_cells(tmp_path):
+    p = _panel_csv(tmp_path / "p.csv")
+    p.write_text(p.read_text().replace('"20","19"', '"twenty","19"'))
+    assert_import_fails(tmp_path, ["wandb", str(p)], "p.csv", "line 3", f"column '{RUN_A} - charts/episodic_return'",
+                        "'twenty' is not a number")
+    p = _panel_csv(tmp_path / "p.csv")
+    assert_import_fails(tmp_path, ["wandb", str(p), "--tag", "eval/mean_rewrd"], "p.csv", "no metric eval/mean_rewrd",
+                        "charts/episodic_return")
+
+
+RUNS_TABLE = ('"Name","State","Notes","User","Tags","Created","Runtime","Sweep","env_id","exp_name","seed",'
+              '"total_timesteps","charts/episodic_return","global_step"\n'
+              f'"{RUN_A}","finished","-","me","","2026-01-01T00:00:00.000Z","120","","CartPole-v1","ppo","1",'
+              '"500000","480.5","499968"\n'
+              '"ruby-sun-12","finished","-","me","","2026-01-01T00:00:00.000Z","120","","CartPole-v1","dqn","2",'
+              '"500000","301","499968"\n'
+              '"dark-moon-3","crashed","-","me","","2026-01-01T00:00:00.000Z","60","","CartPole-v1","dqn","3",'
+              '"500000","","12000"\n')
+
+
+def test_wandb_runs_table(tmp_path):
+    (tmp_path / "runs.csv").write_text(RUNS_TABLE)
+    table, stderr = import_ok(["auto", str(tmp_path / "runs.csv")], tmp_path / "o.csv")
+    got = sorted(zip(table.frame["algorithm"], table.frame["task"], table.frame["run"], table.frame["budget"],
+                     table.frame["score"]))
+    assert got == [("dqn", "CartPole-v1", "2", 499968, 301.0), ("ppo", "CartPole-v1", "1", 499968, 480.5)]
+    assert "1 run(s) without a charts/episodic_return value left out" in stderr and "1 crashed" in stderr
+    table, _ = import_ok(["wandb", str(tmp_path / "runs.csv"), "--budget", "500k"], tmp_path / "o2.csv")
+    assert set(table.frame["budget"]) == {500_000}
+    (tmp_path / "runs.csv").write_text(RUNS_TABLE.replace('"301"', '"n/a"'))
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / "runs.csv")], "runs.csv", "line 3",
+                        "'charts/episodic_return'", "'n/a' is not a number")
+    (tmp_path / "runs.csv").write_text(RUNS_TABLE.replace('"dqn","2"', '"ppo","1"'))
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / "runs.csv")], "runs.csv: line 3",
+                        "run ppo/CartPole-v1/1 also comes from", "line 2")
+
+
+def _history(n: int = 6, seed: int = 0) -> pd.DataFrame:
+    """A frame as ``wandb.Api().run(...).history()`` returns it: one row per log call, NaN where a key is absent."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        rows.append({"_step": 2 * i, "_runtime": 1.5 * i, "_timestamp": 1.7e9 + i, "global_step": 128 * (i + 1),
+                     "losses/value_loss": float(rng.random()), "charts/episodic_return": np.nan})
+        rows.append({"_step": 2 * i + 1, "_runtime": 1.5 * i + 0.1, "_timestamp": 1.7e9 + i + 0.1,
+                     "global_step": 128 * (i + 1), "charts/episodic_return": float(10 * i + seed)})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_wandb_history_file(tmp_path, suffix):
+    hist = _history()
+    p = tmp_path / f"{RUN_A}{suffix}"
+    hist.to_csv(p) if suffix == ".csv" else hist.to_parquet(p)  # to_csv keeps the index, as people save it
+    table, _ = import_ok(["auto", str(p)], tmp_path / "o.csv")
+    assert table.frame["budget"].tolist() == [128 * (i + 1) for i in range(6)]
+    assert table.frame["score"].tolist() == [10.0 * i for i in range(6)]
+    assert (set(table.frame["algorithm"]), set(table.frame["run"])) == ({"ppo"}, {"1"})
+    table, _ = import_ok(["wandb", str(p), "--budgets", "300,768", "--max-staleness", "200"], tmp_path / "b.csv")
+    assert list(zip(table.frame["budget"], table.frame["score"])) == [(300, 10.0), (768, 50.0)]
+    q = tmp_path / f"run-xyz{suffix}"
+    h2 = hist.drop(columns="global_step")
+    h2.to_csv(q) if suffix == ".csv" else h2.to_parquet(q)
+    table, stderr = import_ok(["wandb", str(q), "--algorithm", "PPO", "--task", "CartPole-v1"], tmp_path / "c.csv")
+    assert table.frame["budget"].tolist() == [2 * i + 1 for i in range(6)] and "not env steps" in stderr
+
+
+def _orb_run(root: Path, run_id: str, seed: int, exp: str, wrapped: bool = False) -> Path:
+    folder = root / "dataset" / "openrlbenchmark" / "cleanrl" / run_id
+    folder.mkdir(parents=True)
+    _history(seed=seed).to_csv(folder / "run_df.csv")  # CachedRun: self.run_df.to_csv(self.run_df_path)
+    config = {"env_id": "CartPole-v1", "exp_name": exp, "seed": seed, "total_timesteps": 768}
+    if wrapped:
+        config = {k: {"desc": None, "value": v} for k, v in config.items()}
+    (folder / "run.json").write_text(json.dumps({"id": run_id, "name": f"CartPole-v1__{exp}__{seed}__1",
+                                                 "config": config, "state": "finished"}))
+    return folder
+
+
+def test_openrlbenchmark_cache(tmp_path):
+    _orb_run(tmp_path, "3nhnaboz", 1, "ppo")
+    _orb_run(tmp_path, "8fk2l1xq", 2, "ppo", wrapped=True)
+    _orb_run(tmp_path, "a9s8d7f6", 1, "dqn")
+    table, stderr = import_ok(["auto", str(tmp_path / "dataset")], tmp_path / "o.csv")
+    f = table.frame
+    assert sorted(set(zip(f["algorithm"], f["run"]))) == [("dqn", "1"), ("ppo", "1"), ("ppo", "2")]
+    assert f[(f["algorithm"] == "ppo") & (f["run"] == "2")]["score"].tolist() == [10.0 * i + 2 for i in range(6)]
+    assert table.meta.score_kind == "train"
+    (tmp_path / "dataset" / "openrlbenchmark" / "cleanrl" / "a9s8d7f6" / "run.json").write_text('{"id": "a9"')
+    assert_import_fails(tmp_path, ["openrlbenchmark", str(tmp_path / "dataset")], "a9s8d7f6", "run.json",
+                        "not readable JSON")
+    (tmp_path / "dataset" / "openrlbenchmark" / "cleanrl" / "a9s8d7f6" / "run.json").write_text(
+        json.dumps({"config": {"env": "CartPole-v1", "exp_name": "dqn"}}))
+    assert_import_fails(tmp_path, ["openrlbenchmark", str(tmp_path / "dataset")], "run.json",
+                        "config has no 'env_id' (did you mean 'env'?)", "task_key")
+    table, _ = import_ok(["openrlbenchmark", str(tmp_path / "dataset"), "--task", "CartPole"], tmp_path / "o2.csv")
+    assert set(table.frame["task"]) == {"CartPole"} and len(set(zip(table.frame["algorithm"], table.frame["run"]))) == 3
+
+
+def test_openrlbenchmark_result_table_is_refused(tmp_path):
+    # rlops.py: result_table.to_csv(f"{output_filename}.csv"), one "mean ± std" cell per env and runset
+    (tmp_path / "compare.csv").write_text(",CleanRL PPO,openai/baselines PPO2\n"
+                                          "HalfCheetah-v2,2262.50 ± 1196.81,1428.55 ± 62.40\n")
+    assert_import_fails(tmp_path, ["auto", str(tmp_path / "compare.csv")], "compare.csv", "holds no runs",
+                        "rlaudit import openrlbenchmark")
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / "compare.csv")], "compare.csv", "holds no runs")
+
+
+def test_not_a_wandb_export(tmp_path):
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / "x.csv")], "x.csv", "not a W&B export")

@@ -35,8 +35,10 @@ def _parse_option(values: tuple[str, ...]) -> dict:
 @click.option("--n-runs", help="dopamine: expected runs per agent.")
 @click.option("--pivot", type=click.Choice(["algorithm", "task", "run", "budget"]),
               help="wide: which key the value columns hold (default algorithm).")
-@click.option("--tag", help="tensorboard: scalar tag(s) to read, comma-separated (default: eval/mean_reward, …).")
-@click.option("--run-from", help="tensorboard: regex on each file's path; groups algorithm/task/run (or 1 = run).")
+@click.option("--tag", help="tensorboard/wandb/openrlbenchmark: metric(s) to read, comma-separated "
+              "(default: eval/mean_reward, …).")
+@click.option("--run-from", help="tensorboard: regex on each file's path, wandb/openrlbenchmark: on each run's "
+              "name; groups algorithm/task/run (or 1 = run).")
 @click.option("--run-column", help="tidy: column holding the run id (default: run, else seed).")
 @click.option("--strict", is_flag=True, help="tidy: refuse empty scores instead of leaving them out.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="Any other importer option.")
@@ -51,6 +53,8 @@ def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_u
       zoo       SB3 EvalCallback / RL Zoo logs: logs/<algo>/<env>_<id>/evaluations.npz
       curves    per-seed curves [{task, method, seed, xs, ys}] (DreamerV3), read at --budgets
       tensorboard  TensorBoard event logs of SB3 / RL Zoo / CleanRL runs (--tag, --run-from)
+      wandb     W&B exports: panel CSV, runs table CSV, a run's history() as CSV/Parquet
+      openrlbenchmark  openrlbenchmark's per-run cache (run_df.csv + run.json)
       tidy      the native tidy CSV / Parquet
       wide      a CSV copied from a paper: one score column per algorithm (or --pivot key)
       auto      sniff from the first PATH

@@ -95,10 +95,22 @@ class Reader:
         self.staleness = opt_int(options, "max_staleness", None, where, minimum=0)
         self.missing: dict[int, list[str]] = {}
         self.n_averaged = 0
+        self._origin: dict[tuple[str, str, str], str] = {}
 
-    def rows(self, ids: tuple[str, str, str], steps: np.ndarray, values: np.ndarray, kind: str) -> pd.DataFrame:
-        """One run's rows: ``steps`` (n,) and ``values`` (n,) in any order; values at one step are averaged."""
+    def claim(self, ids: tuple[str, str, str], where: str) -> None:
+        """Record that run ``ids`` comes from ``where``; a second source of the same run is an error."""
+        if ids in self._origin:
+            raise InputError(f"{where}: run {'/'.join(ids)} also comes from {self._origin[ids]}; pass --run-from "
+                             f"(or --algorithm / --task) to tell the runs apart")
+        self._origin[ids] = where
+
+    def rows(self, ids: tuple[str, str, str], steps: np.ndarray, values: np.ndarray, kind: str,
+             where: str) -> pd.DataFrame:
+        """One run's rows: ``steps`` (n,) and ``values`` (n,) in any order; values at one step are averaged.
+        ``where`` names the run's source (file, column) for :meth:`claim`."""
         from rlaudit.importers.curves import resample
+
+        self.claim(ids, where)
 
         grouped = pd.DataFrame({"step": steps, "value": values}).groupby("step", sort=True)["value"]
         self.n_averaged += int((grouped.size() > 1).sum())

@@ -221,7 +221,7 @@ def import_tensorboard(paths: list[Path], **options) -> ScoreTable:
         n_by_tag[tag] += 1
         steps = np.array([s for s, vs in merged[tag].items() for _ in vs], dtype=np.int64)
         values = np.array([v for vs in merged[tag].values() for v in vs], dtype=np.float64)
-        parts.append(reader.rows(key, steps, values, kind))
+        parts.append(reader.rows(key, steps, values, kind, str(run_files[0].parent)))
     unit = options.get("budget_unit") or "env_steps"
     frame, kind = finish(parts, str(paths[0]))
     notes.insert(0, "tags read: " + ", ".join(f"{t} ({k}) in {n_by_tag[t]} run(s)" for t, k in wanted if n_by_tag[t]))
