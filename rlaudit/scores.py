@@ -358,6 +358,9 @@ def _run_column(frame: pd.DataFrame, where: str, run_column: str | None) -> tupl
         return frame.rename(columns={run_column: "run"}), [f"column {run_column!r} read as the run id"]
     if "run" not in cols and "seed" in cols:
         return frame.rename(columns={"seed": "run"}), ["column 'seed' read as the run id"]
+    if "run" not in cols and all(c in cols for c in COLUMNS if c != "run"):
+        raise InputError(f"{where}: missing column 'run' (the run or seed id); rename the column that holds it to "
+                         f"'run' or pass --run-column NAME")
     return frame, []
 
 

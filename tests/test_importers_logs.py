@@ -56,7 +56,8 @@ def test_tidy_seed_column_is_the_run(tmp_path):
 
 def test_tidy_run_column_option(tmp_path):
     (tmp_path / "s.csv").write_text(TIDY.replace("seed", "trial").replace(",\n", ",2.0\n"))
-    assert_import_fails(tmp_path, ["tidy", str(tmp_path / "s.csv")], "s.csv", "missing column 'run'")
+    assert_import_fails(tmp_path, ["tidy", str(tmp_path / "s.csv")], "s.csv", "missing column 'run'",
+                        "pass --run-column NAME")
     table, _ = import_ok(["tidy", str(tmp_path / "s.csv"), "--run-column", "trial"], tmp_path / "o.csv")
     assert sorted(table.frame["run"]) == ["0", "0", "1", "2"]
     assert_import_fails(tmp_path, ["tidy", str(tmp_path / "s.csv"), "--run-column", "trail"],
