@@ -392,3 +392,29 @@ def test_openrlbenchmark_result_table_is_refused(tmp_path):
 def test_not_a_wandb_export(tmp_path):
     (tmp_path / "x.csv").write_text("a,b\n1,2\n")
     assert_import_fails(tmp_path, ["wandb", str(tmp_path / "x.csv")], "x.csv", "not a W&B export")
+
+
+def test_tensorboard_non_finite_value_names_tag_and_step(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / "tb" / "PPO_1"
+    writer = SummaryWriter(str(run))
+    writer.add_scalar("eval/mean_reward", 3.0, 64)
+    writer.add_scalar("eval/mean_reward", float("nan"), 128)
+    writer.close()
+    assert_import_fails(tmp_path, ["tensorboard", str(tmp_path / "tb"), "--task", "CartPole-v1"],
+                        "events.out.tfevents", "tag 'eval/mean_reward' at step 128 is not finite")
+
+
+def test_wandb_history_bad_cells(tmp_path):
+    hist = _history()
+    hist.loc[3, "charts/episodic_return"] = np.inf
+    hist.to_csv(tmp_path / f"{RUN_A}.csv")
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / f"{RUN_A}.csv")], f"{RUN_A}.csv", "line 5",
+                        "'charts/episodic_return'", "not a finite number")
+    hist = _history()
+    hist["global_step"] = hist["global_step"].astype(object)
+    hist.loc[5, "global_step"] = -1
+    hist.to_parquet(tmp_path / "h.parquet")
+    assert_import_fails(tmp_path, ["wandb", str(tmp_path / "h.parquet"), "--algorithm", "A", "--task", "T"],
+                        "h.parquet", "row 6", "'global_step'", "negative step -1")
