@@ -25,8 +25,9 @@ several, e.g. ``published`` / ``rerun`` in the joined audit; absent = one source
 ``budget`` is any ordered scale: environment steps or frames most often, but also offline dataset size,
 network size, number of training tasks or inference samples. The unit names it and every output labels it.
 
-On disk: Parquet keeps ``meta`` in the schema's key-value metadata (key ``rlaudit``); CSV keeps it in
-leading comment lines ``# rlaudit.<field>: <value>``.
+On disk: Parquet keeps ``meta`` in the schema's key-value metadata (key ``rlaudit``); a CSV is a plain table
+(``pandas.read_csv`` reads it as is) with ``meta`` in a JSON sidecar ``<file>.meta.json``. CSVs written
+before the sidecar keep ``meta`` in leading comment lines ``# rlaudit.<field>: <value>``; both are read.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class ScoreTable:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, meta: ScoreMeta | None = None, where: str = "scores",
-                   line_offset: int = 2) -> ScoreTable:
+                   line_offset: int = 2, leave_out: np.ndarray | None = None) -> ScoreTable:
         """Validate ``frame`` and return a :class:`ScoreTable`.
 
         Args:
@@ -137,10 +138,11 @@ class ScoreTable:
             where: file name or description used in error messages.
             line_offset: number added to a 0-based row index to give the line a user sees in ``where``
                 (2 for a CSV with one header line; 1 for "row N" of a non-text source).
+            leave_out: rows with a missing score to leave out (see :func:`validate_frame`).
         """
         meta = meta or ScoreMeta()
         meta.check(where)
-        return cls(validate_frame(frame, where, line_offset), meta)
+        return cls(validate_frame(frame, where, line_offset, leave_out), meta)
 
     @property
     def algorithms(self) -> list[str]:
@@ -178,8 +180,13 @@ class ScoreTable:
                                      or "scores")
 
 
-def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int = 2) -> pd.DataFrame:
+def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int = 2,
+                   leave_out: np.ndarray | None = None) -> pd.DataFrame:
     """Check and coerce a frame to the contract; raise :class:`InputError` naming file, rows and columns.
+
+    Args:
+        leave_out: optional boolean mask, shape ``(len(frame),)``: rows whose score is missing (an empty CSV
+            cell). Their other columns are checked; they are not duplicates of anything and are left out.
 
     Returns a new frame: required columns first (``algorithm``, ``task``, ``run`` as str; ``budget`` int64;
     ``score`` float64), then known optional columns, sorted by (algorithm, task, budget, run).
@@ -233,10 +240,13 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
     nonnum = score.isna() & df["score"].notna() & ~df["score"].astype(str).str.strip().str.lower().isin(["nan"])
     if nonnum.any():
         raise InputError(f"{where}: column 'score' is not numeric at line {lines(nonnum)}")
-    nan = score.isna()
+    skip = np.zeros(len(df), dtype=bool) if leave_out is None else np.asarray(leave_out, dtype=bool)
+    nan = score.isna() & ~skip
     if nan.any():
         raise InputError(f"{where}: column 'score' is NaN or empty at line {lines(nan)}")
-    inf = ~np.isfinite(score.to_numpy(dtype=float))
+    if skip.all():
+        raise InputError(f"{where}: no scores (every score cell is empty)")
+    inf = ~np.isfinite(score.to_numpy(dtype=float)) & ~skip
     if inf.any():
         raise InputError(f"{where}: column 'score' is infinite at line {lines(inf)}")
     df["score"] = score.astype(np.float64)
@@ -254,14 +264,16 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
             raise InputError(f"{where}: empty 'source' at line {lines(blank)}")
         df["source"] = df["source"].astype(str)
 
-    dup = df.duplicated(list(KEY), keep=False)
+    dup = df.duplicated(list(KEY), keep=False) & ~skip
+    if skip.any():
+        dup[~skip] = df[~skip].duplicated(list(KEY), keep=False)
     if dup.any():
         first = df[dup].iloc[0]
         raise InputError(f"{where}: duplicate (algorithm, task, run, budget) rows at line {lines(dup)} "
                          f"(e.g. {first['algorithm']}, {first['task']}, run {first['run']}, budget {first['budget']})")
 
     keep = list(COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in df.columns]
-    df = df[keep].sort_values(["algorithm", "task", "budget", "run"], kind="stable").reset_index(drop=True)
+    df = df.loc[~skip, keep].sort_values(["algorithm", "task", "budget", "run"], kind="stable").reset_index(drop=True)
     return df
 
 
@@ -274,10 +286,18 @@ def _id_str(v) -> str:
 
 # ----------------------------------------------------------------------------------------------- I/O
 
-def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> ScoreTable:
-    """Read a tidy table from ``.csv`` / ``.csv.gz`` / ``.parquet``.
+def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_column: str | None = None,
+                strict: bool = False) -> ScoreTable:
+    """Read a tidy table from ``.csv`` / ``.csv.gz`` / ``.parquet`` (the format in ``docs/importers.md``).
 
-    Metadata stored in the file is used unless ``meta`` is given, which overrides it.
+    Metadata stored in the file (Parquet key-value metadata, the CSV's ``.meta.json`` sidecar, or the
+    older leading ``# rlaudit.*`` comment lines) is used unless ``meta`` is given, which overrides it.
+
+    Args:
+        run_column: the column that holds the run id when it is not named ``run``; without it a ``seed``
+            column is read as ``run`` when there is no ``run`` column.
+        strict: a CSV row with an empty score cell is an error; by default it is a missing score, left
+            out and counted in ``meta.notes`` (as the wide importer does).
     """
     path = existing_file(path, "score file (.csv, .csv.gz or .parquet)")
     where = str(path)
@@ -291,22 +311,61 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
             raise InputError(f"{where}: not a readable Parquet file ({_first_line(exc)})") from None
         stored = (table.schema.metadata or {}).get(_META_KEY)
         file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
-        frame = table.to_pandas()
-        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=1)
+        frame, notes = _run_column(table.to_pandas(), where, run_column)
+        return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=1)
     if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
         header, n_comment = _read_csv_meta(path)
-        file_meta = ScoreMeta.from_dict(header, where) if header else ScoreMeta(source=where)
-        try:
-            frame = pd.read_csv(path, comment=None, skiprows=n_comment, sep="\t" if path.suffix == ".tsv" else ",",
-                                dtype={"algorithm": str, "task": str, "run": str}, keep_default_na=True)
-        except pd.errors.EmptyDataError:
-            raise InputError(f"{where}: no score rows (the file is empty)") from None
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
-        except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
-            raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
-        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=2 + n_comment)
+        meta_where = where
+        if not header:
+            header, meta_where = _read_sidecar(path), str(sidecar_path(path))
+        file_meta = ScoreMeta.from_dict(header, meta_where) if header else ScoreMeta(source=where)
+        ids = {c: str for c in ("algorithm", "task", "run", "seed", run_column) if c}
+        frame = _read_csv(path, where, skiprows=n_comment, dtype=ids, keep_default_na=True)
+        frame, notes = _run_column(frame, where, run_column)
+        empty = None
+        if not strict and "score" in frame.columns and frame["score"].isna().any():
+            raw = _read_csv(path, where, skiprows=n_comment, dtype=str, keep_default_na=False)
+            if "score" in raw.columns and len(raw) == len(frame):
+                empty = (raw["score"].str.strip() == "").to_numpy()
+                lines = format_rows((np.flatnonzero(empty) + 2 + n_comment).tolist())
+                notes.append(f"{int(empty.sum())} row(s) with an empty score read as missing and left out "
+                             f"(line {lines}); --strict refuses them")
+        return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=2 + n_comment,
+                                     leave_out=empty)
     raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
+
+
+def _read_csv(path: Path, where: str, **kwargs) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, comment=None, sep="\t" if path.suffix == ".tsv" else ",", **kwargs)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{where}: no score rows (the file is empty)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
+    except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
+        raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
+
+
+def _run_column(frame: pd.DataFrame, where: str, run_column: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with its run ids in ``run``: from ``run_column``, or from ``seed`` when ``run`` is absent."""
+    cols = [str(c) for c in frame.columns]
+    if run_column and run_column != "run":
+        if run_column not in cols:
+            raise InputError(f"{where}: --run-column: no column {run_column!r}{did_you_mean(run_column, cols)} "
+                             f"(columns: {', '.join(cols)})")
+        if "run" in cols:
+            raise InputError(f"{where}: --run-column {run_column}: the file also has a 'run' column; rename one")
+        return frame.rename(columns={run_column: "run"}), [f"column {run_column!r} read as the run id"]
+    if "run" not in cols and "seed" in cols:
+        return frame.rename(columns={"seed": "run"}), ["column 'seed' read as the run id"]
+    if "run" not in cols and all(c in cols for c in COLUMNS if c != "run"):
+        raise InputError(f"{where}: missing column 'run' (the run or seed id); rename the column that holds it to "
+                         f"'run' or pass --run-column NAME")
+    return frame, []
+
+
+def _noted(meta: ScoreMeta, notes: list[str]) -> ScoreMeta:
+    return dataclasses.replace(meta, notes=meta.notes + tuple(notes)) if notes else meta
 
 
 def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
@@ -323,13 +382,36 @@ def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
             pq.write_table(arrow, tmp)
         return path
     if path.suffix.lower() == ".csv":
-        with atomic_path(path) as tmp:
+        # A plain table (no comment lines) so that pandas.read_csv reads it; the metadata goes beside it.
+        with atomic_path(sidecar_path(path)) as side, atomic_path(path) as tmp:
+            side.write_text(json.dumps(table.meta.to_dict(), sort_keys=True, indent=1) + "\n", encoding="utf-8")
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                for k, v in table.meta.to_dict().items():
-                    fh.write(f"# rlaudit.{k}: {json.dumps(v)}\n")
                 table.frame.to_csv(fh, index=False, float_format="%.17g")
         return path
     raise InputError(f"{path}: unknown output type {path.suffix!r}; expected .csv or .parquet")
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """Where a CSV's metadata lives: ``scores.csv`` -> ``scores.csv.meta.json``."""
+    path = Path(path)
+    return path.with_name(path.name + ".meta.json")
+
+
+def _read_sidecar(path: Path) -> dict:
+    """The metadata dict in ``<path>.meta.json`` (``{}`` when there is none)."""
+    side = sidecar_path(path)
+    if not side.is_file():
+        return {}
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{side}: cannot read the metadata of {path.name} ({_first_line(exc)})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{side}: not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); it holds "
+                         f"the metadata of {path.name}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{side}: expected a JSON object of score metadata (budget_unit, score_kind, …)")
+    return data
 
 
 def _read_csv_meta(path: Path) -> tuple[dict, int]:

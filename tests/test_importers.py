@@ -282,7 +282,8 @@ def test_import_cli_writes_parquet(shared_data, tmp_path):
     assert r.exit_code == 0, r.output
     t = read_scores(out)
     assert t.budgets == [100_000, 500_000] and t.meta.budget_unit == "env_steps"
-    assert set(IMPORTERS) == {"dopamine", "rliable", "zoo", "curves", "tidy", "wide"}
+    assert set(IMPORTERS) == {"dopamine", "rliable", "zoo", "curves", "tensorboard", "wandb", "openrlbenchmark", "tidy",
+                              "wide"}
 
 
 def _bad_inputs(tmp: Path) -> dict[str, tuple[str, list[str], str]]:

@@ -35,20 +35,21 @@ def _float(value: str | None, flag: str) -> float | None:
 
 
 def _budgets(value: str | None) -> tuple[int, ...] | None:
+    """``"100k,1M"`` -> ``(100_000, 1_000_000)``: the suffixes (k, M, G) and forms (``1e5``, ``1_000``) that
+    ``run``, ``validate`` and ``import`` accept; ``0`` stays valid (the budget of a final-score set)."""
+    from rlaudit.importers._common import parse_count
+
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
-        raise InputError("--budgets: expected a comma-separated list of integer budgets, e.g. 100000,200000")
+        raise InputError("--budgets: expected a comma-separated list of budgets, e.g. 100k,200k")
     out = []
     for v in items:
         try:
-            f = float(v.replace("_", ""))
-        except ValueError:
-            raise InputError(f"--budgets: {v!r} is not an integer budget") from None
-        if f != int(f):
-            raise InputError(f"--budgets: {v!r} is not an integer budget")
-        out.append(int(f))
+            out.append(parse_count(v, "--budgets"))
+        except InputError:
+            raise InputError(f"--budgets: {v!r} is not an integer budget (write 100000, 100k or 1M)") from None
     return tuple(out)
 
 

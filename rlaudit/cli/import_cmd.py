@@ -35,9 +35,15 @@ def _parse_option(values: tuple[str, ...]) -> dict:
 @click.option("--n-runs", help="dopamine: expected runs per agent.")
 @click.option("--pivot", type=click.Choice(["algorithm", "task", "run", "budget"]),
               help="wide: which key the value columns hold (default algorithm).")
+@click.option("--tag", help="tensorboard/wandb/openrlbenchmark: metric(s) to read, comma-separated "
+              "(default: eval/mean_reward, …).")
+@click.option("--run-from", help="tensorboard: regex on each file's path, wandb/openrlbenchmark: on each run's "
+              "name; groups algorithm/task/run (or 1 = run).")
+@click.option("--run-column", help="tidy: column holding the run id (default: run, else seed).")
+@click.option("--strict", is_flag=True, help="tidy: refuse empty scores instead of leaving them out.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="Any other importer option.")
 def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_unit, rule, max_staleness, variant,
-                  n_runs, pivot, extra):
+                  n_runs, pivot, tag, run_from, run_column, strict, extra):
     """Convert published results in FORMAT into a tidy score table.
 
     \b
@@ -46,6 +52,9 @@ def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_u
       rliable   rliable score sets: {task: [runs]}, {budget: {task: ...}}, {algorithm: {task: ...}}, records
       zoo       SB3 EvalCallback / RL Zoo logs: logs/<algo>/<env>_<id>/evaluations.npz
       curves    per-seed curves [{task, method, seed, xs, ys}] (DreamerV3), read at --budgets
+      tensorboard  TensorBoard event logs of SB3 / RL Zoo / CleanRL runs (--tag, --run-from)
+      wandb     W&B exports: panel CSV, runs table CSV, a run's history() as CSV/Parquet
+      openrlbenchmark  openrlbenchmark's per-run cache (run_df.csv + run.json)
       tidy      the native tidy CSV / Parquet
       wide      a CSV copied from a paper: one score column per algorithm (or --pivot key)
       auto      sniff from the first PATH
@@ -59,7 +68,8 @@ def import_scores(fmt, paths, output, algorithm, task, budget, budgets, budget_u
     if fmt != "auto" and fmt not in IMPORTERS:
         raise InputError(f"FORMAT {fmt!r} is unknown{did_you_mean(fmt, IMPORTERS)}; known: {', '.join(IMPORTERS)}, auto")
     given = {"algorithm": algorithm, "task": task, "budget": budget, "budgets": budgets, "budget_unit": budget_unit,
-             "rule": rule, "max_staleness": max_staleness, "variant": variant, "n_runs": n_runs, "pivot": pivot}
+             "rule": rule, "max_staleness": max_staleness, "variant": variant, "n_runs": n_runs, "pivot": pivot,
+             "tag": tag, "run_from": run_from, "run_column": run_column, "strict": strict or None}
     options = {k: v for k, v in given.items() if v is not None}
     options.update(_parse_option(extra))
     if fmt != "auto":

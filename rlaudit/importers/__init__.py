@@ -42,6 +42,16 @@ IMPORTERS: dict[str, ImporterSpec] = {
     "curves": ImporterSpec("rlaudit.importers.curves:import_curves",
                            "per-seed curves [{task, method, seed, xs, ys}] (DreamerV3), read at budgets",
                            "rlaudit.importers.curves:OPTIONS"),
+    "tensorboard": ImporterSpec("rlaudit.importers.tensorboard:import_tensorboard",
+                                "TensorBoard event logs of SB3 / RL Zoo / CleanRL runs (events.out.tfevents.*)",
+                                "rlaudit.importers.tensorboard:OPTIONS"),
+    "wandb": ImporterSpec("rlaudit.importers.wandb:import_wandb",
+                          "W&B exports: a panel's CSV (Step, '<run> - <metric>'), the runs table (Name, config, "
+                          "summary), a run's history() saved as CSV/Parquet",
+                          "rlaudit.importers.wandb:OPTIONS"),
+    "openrlbenchmark": ImporterSpec("rlaudit.importers.wandb:import_openrlbenchmark",
+                                    "openrlbenchmark's per-run cache: dataset/<entity>/<project>/<run>/run_df.csv + "
+                                    "run.json", "rlaudit.importers.wandb:OPENRLBENCHMARK_OPTIONS"),
     "tidy": ImporterSpec("rlaudit.importers.tables:import_tidy", "tidy CSV / Parquet (the native format)",
                          "rlaudit.importers.tables:TIDY_OPTIONS"),
     "wide": ImporterSpec("rlaudit.importers.tables:import_wide",

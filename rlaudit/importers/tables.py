@@ -26,7 +26,10 @@ ALIASES = {
     "run": ("run", "seed"),
     "budget": ("budget", "steps", "frames", "env_steps"),
 }
-TIDY_OPTIONS: dict[str, str] = {}
+TIDY_OPTIONS = {
+    "run_column": "column holding the run id when it is not 'run' (default: 'seed' when there is no 'run')",
+    "strict": "refuse rows with an empty score (default: read as missing, left out and counted)",
+}
 
 WIDE_OPTIONS = {
     "pivot": "which key the value columns hold: algorithm (default), task, run or budget",
@@ -43,7 +46,8 @@ WIDE_OPTIONS = {
 def import_tidy(paths: list[Path], **options) -> ScoreTable:
     """Read one tidy ``.csv``/``.parquet`` (several are concatenated; their metadata must agree)."""
     check_options(options, TIDY_OPTIONS, "tidy importer")
-    tables = [read_scores(p) for p in paths]
+    strict = str(options.get("strict", False)).lower() in ("1", "true", "yes")
+    tables = [read_scores(p, run_column=options.get("run_column"), strict=strict) for p in paths]
     if len(tables) == 1:
         return tables[0]
     first = tables[0].meta
