@@ -34,6 +34,12 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
+CLAIM_OUTCOMES: tuple[str, ...] = ("holds", "holds only at some budgets", "reversed", "never decided")
+"""What the verdict's counter counts (:attr:`~rlaudit.audit.rows.Claim.outcome`)."""
+
+QUALIFIERS = frozenset({"incomplete-sweep"})
+"""Checklist findings that qualify every other finding, so the verdict puts them right after its headline."""
+
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -244,6 +250,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         "n_decided": sum(o.decision != "inconclusive" for o in main),
         "n_confirmed_inversions": sum(i.kind == "confirmed" for i in inversions),
         "claims": {v: sum(1 for c in claims if c.status == v) for v in VERDICTS},
+        # the counter splits "inconclusive" the way the verdict does: held somewhere, or decided nowhere
+        "claim_outcomes": {o: sum(1 for c in claims if c.outcome == o) for o in CLAIM_OUTCOMES},
     }
     report = Report(
         title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
@@ -292,9 +300,10 @@ def _findings(r: Report) -> list[Finding]:
     for c in r.claims:
         if c.status == "inconclusive":
             held = [r.budget(budget) for budget in c.budgets_with("holds")]
-            where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
-            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d is inconclusive: {where}.",
-                               "warning"))
+            undecided = [r.budget(budget) for budget in c.budgets_with("inconclusive")]
+            where = (f"holds only at {_join(held)} {r.unit}; it is not decided at {_join(undecided)}" if held
+                     else "is not decided at any audited budget")
+            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d {where}.", "warning"))
     # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
     # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
     changed = [i for i in r.inversions if i.kind == "changed"]
@@ -320,10 +329,12 @@ def _findings(r: Report) -> list[Finding]:
     out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
                           f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit}).", "info"))
-    # keep the headline first, then the rest by severity (stable within a severity)
+    # keep the headline first, then an incomplete sweep (it qualifies every finding after it), then the rest by
+    # severity (stable within a severity)
     rank = {"critical": 0, "warning": 1, "info": 2}
-    head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))
-    return [head, *rest]
+    qualifiers = [Finding("checklist", item.message, "warning") for item in r.checklist if item.id in QUALIFIERS]
+    rest = sorted((f for f in out[1:] if f not in qualifiers), key=lambda f: rank.get(f.severity, 3))
+    return [out[0], *qualifiers, *rest]
 
 
 def _join(items: list[str]) -> str:

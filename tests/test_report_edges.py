@@ -1,0 +1,157 @@
+"""The report's rough edges (issue 20): claims that hold at some budgets only, an incomplete sweep, claims
+that name algorithms by other names, metrics not tested, the runs-needed range, unbounded intervals in the
+plots, and the audit summary line.
+
+Report tests read the frozen audit in ``tests/golden/audit.json`` (a real ``run_audit`` output), changed
+where a test needs a case the frozen audit lacks.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from rlaudit.report.model import build_model
+from rlaudit.report.render import render_text
+
+GOLDEN_AUDIT = Path(__file__).parent / "golden" / "audit.json"
+STEMS = ("aggregates", "budget_curves", "rank_bump", "pairwise", "profiles")
+
+
+@pytest.fixture()
+def doc() -> dict:
+    return json.loads(GOLDEN_AUDIT.read_text())
+
+
+def _md(doc: dict) -> str:
+    return render_text(build_model(doc), "md", {stem: {} for stem in STEMS})
+
+
+def _verdict(md: str) -> list[str]:
+    """The verdict section's lines (the counter, then one line per finding)."""
+    section = md.split("## 1. Verdict", 1)[1].split("## 2.", 1)[0]
+    return [line for line in section.splitlines() if line.strip()]
+
+
+def _held_at_first_budget_only(doc: dict) -> dict:
+    """Claim 1 ("IQN > C51") made to hold at the first budget and be undecided at the others."""
+    claim = doc["claims"][1]
+    for p in claim["per_budget"][1:]:
+        p["verdict"], p["decision"] = "inconclusive", "inconclusive"
+    claim["overall"] = f"holds only at {claim['per_budget'][0]['budget']}"
+    return doc
+
+
+# ------------------------------------------------------------------------------ claims that hold in part
+def test_claim_held_at_some_budgets_is_counted_and_bannered_as_such(doc):
+    md = _md(_held_at_first_budget_only(doc))
+    counter, *findings = _verdict(md)
+    assert "inconclusive" not in counter
+    # claim 2 ("Rainbow > IQN") already holds at 200M only in the frozen audit
+    assert "claims: **0** hold, **2** hold only at some budgets, **1** reversed, **0** never decided" in counter
+    line = next(f for f in findings if "IQN > C51" in f)
+    assert "holds only at 10M frames; it is not decided at 50M and 200M" in line
+    assert "inconclusive" not in line
+    claims_table = md.split("## 6. Claims", 1)[1].split("## 7.", 1)[0]
+    row = next(r for r in claims_table.splitlines() if r.startswith("| IQN > C51"))
+    assert row.rstrip().endswith("| holds only at 10M |")
+
+
+def test_claim_decided_nowhere_is_counted_as_never_decided(doc):
+    claim = doc["claims"][1]
+    for p in claim["per_budget"]:
+        p["verdict"], p["decision"] = "inconclusive", "inconclusive"
+    counter, *findings = _verdict(_md(doc))
+    assert "claims: **0** hold, **1** hold only at some budgets, **1** reversed, **1** never decided" in counter
+    assert any("IQN > C51\u201d is not decided at any audited budget." in f for f in findings)
+
+
+def test_html_badge_and_tex_say_holds_only_at_some_budgets(doc):
+    model = build_model(_held_at_first_budget_only(doc))
+    html = render_text(model, "html", {})
+    assert "claims hold / hold only at some budgets / reversed / never decided" in html
+    assert ">holds only at some budgets</span>" in html
+    assert "holds only at some budgets" in render_text(model, "tex", {})
+
+
+def test_incomplete_sweep_comes_before_the_findings_it_qualifies(doc):
+    doc["checklist"].append({"id": "incomplete-sweep", "severity": "warning",
+                             "message": "the sweep is incomplete: 3 of 4 planned runs are finished and audited; "
+                                        "1 are not", "advice": "finish the sweep", "details": {}})
+    headline, first, *rest = _verdict(_md(doc))[1:]
+    assert "orderings" in headline and "decided at family-wise error" in headline
+    assert "the sweep is incomplete" in first
+    assert any("Important" in f for f in rest), "the critical findings it qualifies come after it"
+    assert not any("the sweep is incomplete" in f for f in rest), "said once"
+
+
+# ------------------------------------------------------------------------------ the terminal summary
+def _summary(doc: dict, width: int = 140) -> str:
+    from rich.console import Console
+
+    from rlaudit.audit import AuditResult
+    from rlaudit.audit.summary import render_summary
+
+    console = Console(record=True, width=width)
+    render_summary(AuditResult.from_dict(doc), console)
+    return console.export_text()
+
+
+def test_summary_settings_lines_end_in_no_dangling_separator(doc):
+    """At the width ``rlaudit audit`` prints piped output (140), no line of the header ends in ``;``."""
+    head = _summary(doc).splitlines()[:4]
+    assert any("deciding metric IQM" in line for line in head)
+    assert not [line for line in head if line.rstrip().endswith(";")], head
+
+
+def test_summary_says_the_sweep_is_incomplete_before_the_rankings(doc):
+    doc["checklist"].append({"id": "incomplete-sweep", "severity": "warning",
+                             "message": "the sweep is incomplete: 3 of 4 planned runs are finished and audited; "
+                                        "1 are not", "advice": "finish the sweep", "details": {}})
+    text = _summary(doc, width=400)
+    assert text.index("the sweep is incomplete") < text.index("ranking by IQM") < text.index("Claims")
+
+
+# ------------------------------------------------------------------------------ claims name algorithms by label
+def test_claim_text_naming_an_algorithm_otherwise_than_its_label_is_refused_at_load(tmp_path):
+    from rlaudit.audit.claims import load_claims_file
+    from rlaudit.errors import InputError
+
+    path = tmp_path / "claims.toml"
+    path.write_text('[[claims]]\nbetter = "Quantile (JAX)"\nworse = "C51"\ntext = "QR-DQN outperforms C51"\n')
+    with pytest.raises(InputError) as err:
+        load_claims_file(path)
+    assert str(err.value).startswith(f"{path}: claims[0]: field 'text' ('QR-DQN outperforms C51') does not name "
+                                     "'Quantile (JAX)', the algorithm in 'better'; name both algorithms by their labels")
+    path.write_text('[[claims]]\nbetter = "Quantile (JAX)"\nworse = "C51"\n'
+                    'text = "quantile (JAX), i.e. QR-DQN, outperforms c51"\n')
+    assert load_claims_file(path)[0].label == "quantile (JAX), i.e. QR-DQN, outperforms c51"  # case aside
+
+
+def test_protocol_claim_text_without_the_label_names_the_protocol_file(tmp_path):
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    text = (Path(__file__).parents[1] / "protocols" / "quickstart.toml").read_text()
+    assert 'text = "PPO outperforms A2C"' in text
+    bad = tmp_path / "p.toml"
+    bad.write_text(text.replace('text = "PPO outperforms A2C"', 'text = "Proximal policy optimisation wins"'))
+    res = CliRunner().invoke(main, ["validate", str(bad)])
+    assert res.exit_code == 2
+    assert res.output.startswith(f"error: {bad}: claims[0]: field 'text' ('Proximal policy optimisation wins') "
+                                 "does not name 'PPO'"), res.output
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "protocols").rglob("*.toml")),
+                         ids=lambda p: p.name)
+def test_shipped_protocols_name_claimed_algorithms_by_their_labels(path):
+    from rlaudit.protocol import load_protocol
+
+    protocol = load_protocol(path)
+    for c in protocol.claims:
+        for key in ("better", "worse"):
+            assert c[key].casefold() in c.get("text", c[key]).casefold(), (c["where"], key)
