@@ -155,3 +155,32 @@ def test_shipped_protocols_name_claimed_algorithms_by_their_labels(path):
     for c in protocol.claims:
         for key in ("better", "worse"):
             assert c[key].casefold() in c.get("text", c[key]).casefold(), (c["where"], key)
+
+
+# ------------------------------------------------------------------------------ runs needed over the CI
+def _runs_needed_section(md: str) -> str:
+    return md.split("### Runs needed for undecided pairs", 1)[1].split("## 9.", 1)[0]
+
+
+def test_runs_needed_range_column_that_reads_the_same_on_every_row_becomes_one_sentence(doc):
+    undecided = [o for o in doc["orderings"] if o["runs_needed"] is not None]
+    assert len(undecided) >= 2
+    for o in undecided:
+        o["runs_needed_range"] = [6, None]
+    model = build_model(doc)
+    section = _runs_needed_section(render_text(model, "md", {stem: {} for stem in STEMS}))
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    assert table[0] == "| Budget | Pair | IQM difference [CI] | Runs per task needed |"
+    assert len(table) == 2 + len(undecided) and all(line.count("|") == 5 for line in table)
+    assert "6 or more" not in "\n".join(table)
+    assert ("*Runs per task needed over the CI: 6 or more for every pair: each interval contains 0, so its far end "
+            "would be decided with that many runs per task and its near end with no number of runs.*") in section
+    html = render_text(model, "html", {})
+    assert "<th class=\"num\">Over the CI</th>" not in html and "6 or more for every pair" in html
+
+
+def test_runs_needed_range_column_stays_where_rows_differ(doc):
+    ranges = {tuple(o["runs_needed_range"]) for o in doc["orderings"] if o["runs_needed"] is not None}
+    assert len(ranges) > 1  # the frozen audit's ranges differ (9 or more, 19 or more)
+    section = _runs_needed_section(_md(doc))
+    assert "| Over the CI |" in section and "for every pair" not in section

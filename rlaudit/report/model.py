@@ -129,6 +129,18 @@ class Report:
                     "give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
 
+    @property
+    def runs_needed_range_note(self) -> str:
+        """When every undecided pair's "over the CI" range reads the same (typically ``"6 or more"``: each interval
+        contains 0), the one sentence that replaces the column; ``""`` when the column is informative."""
+        texts = {o.runs_needed_range_text for o in self.runs_needed}
+        if len(self.runs_needed) < 2 or len(texts) != 1 or not next(iter(texts)):
+            return ""
+        text = next(iter(texts))
+        why = (": each interval contains 0, so its far end would be decided with that many runs per task and its "
+               "near end with no number of runs" if text.endswith("or more") else "")
+        return f"Runs per task needed over the CI: {text} for every pair{why}."
+
     def orderings_at(self, budget: int) -> list[Ordering]:
         """Orderings at one budget, in algorithm order."""
         return [o for o in self.orderings if o.budget == budget]
