@@ -184,3 +184,88 @@ def test_runs_needed_range_column_stays_where_rows_differ(doc):
     assert len(ranges) > 1  # the frozen audit's ranges differ (9 or more, 19 or more)
     section = _runs_needed_section(_md(doc))
     assert "| Over the CI |" in section and "for every pair" not in section
+
+
+# ------------------------------------------------------------------------------ unbounded intervals in figures
+def _unbounded(doc: dict) -> tuple[dict, dict]:
+    """The first IQM aggregate made unbounded above (as audit.json writes an infinite bound: null)."""
+    agg = next(a for a in doc["aggregates"] if a["metric"] == "iqm")
+    agg["hi"] = None
+    return doc, agg
+
+
+def _open_arrows(ax):
+    from matplotlib.text import Annotation
+
+    return [t for t in ax.texts if isinstance(t, Annotation) and t.arrow_patch is not None]
+
+
+def test_aggregates_plot_draws_an_unbounded_interval_open_ended_and_says_so(doc):
+    import matplotlib.pyplot as plt
+
+    from rlaudit.report.plots import OPEN_NOTE, plot_aggregates
+
+    doc, agg = _unbounded(doc)
+    model = build_model(doc)
+    fig = plot_aggregates(model)
+    try:
+        panel = fig.axes[model.budgets.index(agg["budget"]) * len(model.metrics) + model.metrics.index("iqm")]
+        arrows = _open_arrows(panel)
+        assert len(arrows) == 1
+        arrow = arrows[0]
+        assert arrow.xy[0] == 1.0  # to the right-hand edge of the axes: no upper bound
+        assert arrow.xyann[0] == pytest.approx(agg["point"])
+        assert arrow.arrow_patch.get_linestyle() != "-"
+        assert OPEN_NOTE in fig._suptitle.get_text()
+        others = [ax for ax in fig.axes if ax is not panel]
+        assert not any(_open_arrows(ax) for ax in others)
+        markers = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() not in ("None", "", None)]
+        assert markers and not any(line.get_clip_on() for line in markers)
+    finally:
+        plt.close(fig)
+    bounded = plot_aggregates(build_model(json.loads(GOLDEN_AUDIT.read_text())))
+    try:
+        assert OPEN_NOTE not in bounded._suptitle.get_text() and not any(_open_arrows(ax) for ax in bounded.axes)
+    finally:
+        plt.close(bounded)
+
+
+def test_budget_curves_draw_an_unbounded_interval_open_ended(doc):
+    import matplotlib.pyplot as plt
+
+    from rlaudit.report.plots import plot_budget_curves
+
+    doc, agg = _unbounded(doc)
+    fig = plot_budget_curves(build_model(doc))
+    try:
+        ax = fig.axes[0]
+        arrows = _open_arrows(ax)
+        assert [(a.xy, a.xyann) for a in arrows] == [((agg["budget"], 1.0), (agg["budget"], agg["point"]))]
+        assert "no bounded CI on that side" in [t.get_text() for t in ax.get_legend().get_texts()]
+        assert not any(line.get_clip_on() for line in ax.get_lines() if line.get_marker() not in ("None", "", None))
+    finally:
+        plt.close(fig)
+
+
+def test_report_caption_mentions_open_ended_intervals_only_when_there_are_some(doc):
+    caption = "A dashed arrow to the axis edge: no bounded interval on that side."
+    figures = {stem: {} for stem in STEMS}
+    assert caption not in render_text(build_model(doc), "md", figures)
+    assert caption in render_text(build_model(_unbounded(doc)[0]), "md", figures)
+
+
+def test_an_open_end_near_the_axis_edge_gets_room_to_show(doc):
+    import matplotlib.pyplot as plt
+
+    from rlaudit.report.plots import plot_aggregates
+
+    model = build_model(doc)
+    lowest = min((a for a in doc["aggregates"] if a["metric"] == "iqm"), key=lambda a: a["point"])
+    lowest["lo"] = None  # the leftmost point of its column: without room its arrow would hide under the marker
+    fig = plot_aggregates(build_model(doc))
+    try:
+        panel = fig.axes[model.budgets.index(lowest["budget"]) * len(model.metrics) + model.metrics.index("iqm")]
+        left, right = panel.get_xlim()
+        assert lowest["point"] - left >= 0.15 * (right - left)
+    finally:
+        plt.close(fig)
