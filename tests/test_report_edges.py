@@ -269,3 +269,26 @@ def test_an_open_end_near_the_axis_edge_gets_room_to_show(doc):
         assert lowest["point"] - left >= 0.15 * (right - left)
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------------------ metrics other than the deciding one
+def _sensitivity_rows(md: str) -> list[str]:
+    section = md.split("### Metric sensitivity", 1)[1].split("## 6.", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ")]
+
+
+def test_a_metric_without_a_test_reads_not_tested_instead_of_inconclusive(doc):
+    row = doc["metric_sensitivity"][0]
+    del row["decisions"]["mean"]
+    lines = _sensitivity_rows(_md(doc))
+    assert lines[0] == "| Budget | Pair | IQM | Median | Mean | Optimality gap |"
+    assert lines[1].split(" | ")[4] == "not tested (deciding metric IQM)"
+    assert "not tested" not in "\n".join(lines[2:])
+
+
+def test_sensitivity_table_says_each_metric_is_decided_in_its_own_family(doc):
+    md = _md(doc)
+    section = md.split("### Metric sensitivity", 1)[1].split("## 6.", 1)[0]
+    n = doc["settings"]["n_tests"]
+    assert (f"Each metric's orderings are tested in a family of their own ({n} tests at family-wise \u03b1 = 0.05, "
+            "the same bootstrap as IQM), so \u201cinconclusive\u201d under a metric is that metric's test result.") in section

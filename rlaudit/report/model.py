@@ -141,6 +141,20 @@ class Report:
                "near end with no number of runs" if text.endswith("or more") else "")
         return f"Runs per task needed over the CI: {text} for every pair{why}."
 
+    @property
+    def sensitivity_note(self) -> str:
+        """How the metric-sensitivity table's decisions were reached (every metric has its own test family)."""
+        s = self.audit.get("settings", {})
+        return (f"Each metric's orderings are tested in a family of their own ({s.get('n_tests', '–')} tests at "
+                f"family-wise α = {s.get('alpha', '–')}, the same bootstrap as {metric_name(self.metric)}), so "
+                f"“inconclusive” under a metric is that metric's test result.")
+
+    def sensitivity_text(self, row: Sensitivity, metric: str) -> str:
+        """A cell of the metric-sensitivity table: the decision, or ``not tested (deciding metric IQM)``."""
+        if metric not in row.decisions:
+            return f"not tested (deciding metric {metric_name(self.metric)})"
+        return row.decision_text(metric)
+
     def orderings_at(self, budget: int) -> list[Ordering]:
         """Orderings at one budget, in algorithm order."""
         return [o for o in self.orderings if o.budget == budget]
