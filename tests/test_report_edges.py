@@ -292,3 +292,16 @@ def test_sensitivity_table_says_each_metric_is_decided_in_its_own_family(doc):
     n = doc["settings"]["n_tests"]
     assert (f"Each metric's orderings are tested in a family of their own ({n} tests at family-wise \u03b1 = 0.05, "
             "the same bootstrap as IQM), so \u201cinconclusive\u201d under a metric is that metric's test result.") in section
+
+
+def test_rank_bump_markers_are_not_clipped_at_the_axis(doc):
+    import matplotlib.pyplot as plt
+
+    from rlaudit.report.plots import plot_rank_bump
+
+    fig = plot_rank_bump(build_model(doc))
+    try:
+        lines = [line for line in fig.axes[0].get_lines() if line.get_marker() not in ("None", "", None)]
+        assert lines and not any(line.get_clip_on() for line in lines)
+    finally:
+        plt.close(fig)

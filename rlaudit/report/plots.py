@@ -361,7 +361,7 @@ def plot_rank_bump(report: Report, ax=None):
         thick = a in inverted
         ax.plot(offs, ys, color=s["color"], marker=s["marker"], ms=5 if thick else 4, lw=2.6 if thick else 1.2,
                 linestyle=s["linestyle"], alpha=1.0 if thick or not inverted else 0.75, zorder=3 if thick else 2,
-                label=s["label"])
+                label=s["label"], clip_on=False)  # rank 1 and rank n sit on the axis limits: never cut a marker
         if has_dist:
             ax.vlines(offs, los, his, color=s["color"], lw=1.0, alpha=0.8, zorder=2)
     # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets
