@@ -162,28 +162,38 @@ def _runs_needed_section(md: str) -> str:
     return md.split("### Runs needed for undecided pairs", 1)[1].split("## 9.", 1)[0]
 
 
-def test_runs_needed_range_column_that_reads_the_same_on_every_row_becomes_one_sentence(doc):
+NOTE_ALL = ("*Runs per task needed over the CI, for every pair: one run per task more than the pair has, or more; "
+            "its interval contains 0, so its far end would be decided with one more run and its near end with no "
+            "number of runs.*")
+
+
+def test_runs_needed_range_column_that_reads_one_more_run_on_every_row_becomes_one_sentence(doc):
+    """The frozen audit has 8 runs per task; "9 or more" (one more run, open-ended) is what every undecided
+    pair reads, so the column goes and one sentence says it."""
     undecided = [o for o in doc["orderings"] if o["runs_needed"] is not None]
-    assert len(undecided) >= 2
+    assert len(undecided) >= 2 and {d["n_runs"] for d in doc["data"]["design"]} == {8}
     for o in undecided:
-        o["runs_needed_range"] = [6, None]
+        o["runs_needed_range"] = [9, None]
     model = build_model(doc)
     section = _runs_needed_section(render_text(model, "md", {stem: {} for stem in STEMS}))
     table = [line for line in section.splitlines() if line.startswith("|")]
     assert table[0] == "| Budget | Pair | IQM difference [CI] | Runs per task needed |"
     assert len(table) == 2 + len(undecided) and all(line.count("|") == 5 for line in table)
-    assert "6 or more" not in "\n".join(table)
-    assert ("*Runs per task needed over the CI: 6 or more for every pair: each interval contains 0, so its far end "
-            "would be decided with that many runs per task and its near end with no number of runs.*") in section
+    assert "9 or more" not in section and NOTE_ALL in section
     html = render_text(model, "html", {})
-    assert "<th class=\"num\">Over the CI</th>" not in html and "6 or more for every pair" in html
+    assert "<th class=\"num\">Over the CI</th>" not in html and NOTE_ALL.strip("*") in html
 
 
-def test_runs_needed_range_column_stays_where_rows_differ(doc):
-    ranges = {tuple(o["runs_needed_range"]) for o in doc["orderings"] if o["runs_needed"] is not None}
-    assert len(ranges) > 1  # the frozen audit's ranges differ (9 or more, 19 or more)
+def test_runs_needed_range_is_shown_only_where_it_says_more_than_one_more_run(doc):
+    ranges = [o["runs_needed_range"] for o in doc["orderings"] if o["runs_needed"] is not None]
+    assert sorted(map(tuple, ranges)) == [(9, None), (9, None), (19, None)]  # the frozen audit, 8 runs per task
+    doc["orderings"][next(i for i, o in enumerate(doc["orderings"]) if o["runs_needed_range"] == [9, None])][
+        "runs_needed_range"] = [9, 40]  # a bounded range says something even when it starts at one more run
     section = _runs_needed_section(_md(doc))
-    assert "| Over the CI |" in section and "for every pair" not in section
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    assert table[0].endswith("| Over the CI |")
+    assert sorted(line.rsplit("|", 2)[1].strip() for line in table[2:]) == ["19 or more", "9 to 40", "\u2013"]
+    assert "for pairs showing \u2013: one run per task more than the pair has, or more" in section
 
 
 # ------------------------------------------------------------------------------ unbounded intervals in figures

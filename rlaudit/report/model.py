@@ -129,17 +129,35 @@ class Report:
                     "give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
 
+    def runs_needed_range_cell(self, o: Ordering) -> str:
+        """The "over the CI" cell of an undecided pair, or ``""`` where it says nothing: an open range
+        (``"6 or more"``: the interval contains 0) starting at one run more than the pair has is what every
+        undecided pair reads, so only a range with an upper end, or one whose far end already needs more
+        than one extra run, is shown."""
+        text = o.runs_needed_range_text
+        if not text or not o.runs_needed_range:
+            return ""
+        fewest, most = o.runs_needed_range
+        current = max((int(d["n_runs"]) for d in self.audit["data"].get("design") or []
+                       if int(d["budget"]) == o.budget and d["algorithm"] in (o.a, o.b)), default=0)
+        return text if most is not None or fewest > current + 1 else ""
+
     @property
     def runs_needed_range_note(self) -> str:
-        """When every undecided pair's "over the CI" range reads the same (typically ``"6 or more"``: each interval
-        contains 0), the one sentence that replaces the column; ``""`` when the column is informative."""
-        texts = {o.runs_needed_range_text for o in self.runs_needed}
-        if len(self.runs_needed) < 2 or len(texts) != 1 or not next(iter(texts)):
+        """The sentence under the runs-needed table saying what a missing "over the CI" value means ("" when
+        every row shows one); when no row shows one, the column is left out altogether."""
+        hidden = [o for o in self.runs_needed if o.runs_needed_range and not self.runs_needed_range_cell(o)]
+        if not hidden:
             return ""
-        text = next(iter(texts))
-        why = (": each interval contains 0, so its far end would be decided with that many runs per task and its "
-               "near end with no number of runs" if text.endswith("or more") else "")
-        return f"Runs per task needed over the CI: {text} for every pair{why}."
+        where = "every pair" if len(hidden) == len(self.runs_needed) else "pairs showing –"
+        return (f"Runs per task needed over the CI, for {where}: one run per task more than the pair has, or "
+                "more; its interval contains 0, so its far end would be decided with one more run and its near "
+                "end with no number of runs.")
+
+    @property
+    def runs_needed_range_column(self) -> bool:
+        """Whether the runs-needed table has an "over the CI" column (some row has an informative value)."""
+        return any(self.runs_needed_range_cell(o) for o in self.runs_needed)
 
     @property
     def sensitivity_note(self) -> str:
