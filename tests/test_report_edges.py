@@ -162,9 +162,9 @@ def _runs_needed_section(md: str) -> str:
     return md.split("### Runs needed for undecided pairs", 1)[1].split("## 9.", 1)[0]
 
 
-NOTE_ALL = ("*Runs per task needed over the CI, for every pair: one run per task more than the pair has, or more; "
-            "its interval contains 0, so its far end would be decided with one more run and its near end with no "
-            "number of runs.*")
+NOTE_ALL = ("*Runs per task needed over the CI, for every pair: at most one run per task more than the pair has, "
+            "with no upper end (the interval contains 0: its far end would be decided with at most one more run, "
+            "its near end with no number of runs).*")
 
 
 def test_runs_needed_range_column_that_reads_one_more_run_on_every_row_becomes_one_sentence(doc):
@@ -193,7 +193,7 @@ def test_runs_needed_range_is_shown_only_where_it_says_more_than_one_more_run(do
     table = [line for line in section.splitlines() if line.startswith("|")]
     assert table[0].endswith("| Over the CI |")
     assert sorted(line.rsplit("|", 2)[1].strip() for line in table[2:]) == ["19 or more", "9 to 40", "\u2013"]
-    assert "for pairs showing \u2013: one run per task more than the pair has, or more" in section
+    assert "for pairs showing \u2013: at most one run per task more than the pair has, with no upper end" in section
 
 
 # ------------------------------------------------------------------------------ unbounded intervals in figures

@@ -150,9 +150,9 @@ class Report:
         if not hidden:
             return ""
         where = "every pair" if len(hidden) == len(self.runs_needed) else "pairs showing –"
-        return (f"Runs per task needed over the CI, for {where}: one run per task more than the pair has, or "
-                "more; its interval contains 0, so its far end would be decided with one more run and its near "
-                "end with no number of runs.")
+        return (f"Runs per task needed over the CI, for {where}: at most one run per task more than the pair "
+                "has, with no upper end (the interval contains 0: its far end would be decided with at most one "
+                "more run, its near end with no number of runs).")
 
     @property
     def runs_needed_range_column(self) -> bool:
