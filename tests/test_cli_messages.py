@@ -200,3 +200,31 @@ def test_package_license_is_an_spdx_string_with_a_setuptools_that_reads_it():
     doc = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert doc["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in doc["build-system"]["requires"]
+
+
+def test_piped_progress_is_never_silent_for_long_while_runs_train(monkeypatch):
+    """Piped, a run's progress events print a line (each running run's steps of its budget, then the ETA) once
+    :data:`~rlaudit.run.driver.HEARTBEAT_S` has passed since the last line."""
+    import io
+
+    from rich.console import Console
+
+    from rlaudit.protocol import parse_protocol, plan
+    from rlaudit.run import driver as driver_mod
+
+    specs = plan(parse_protocol(TINY, "tiny.toml")).runs
+
+    class Store:
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    out = io.StringIO()
+    d = driver_mod.Driver(Store(), specs, Console(file=out, force_terminal=False, width=300), driver_mod.Summary())
+    with d:
+        d.started(specs[0].run_id, "w0")
+        d.progress(specs[0].run_id, 64)
+        assert out.getvalue() == ""  # within the interval: quiet
+        monkeypatch.setattr(driver_mod, "HEARTBEAT_S", 0.0)
+        d.progress(specs[0].run_id, 128)
+    line = out.getvalue().strip()
+    assert line.startswith(f"[0/2] running: PPO CartPole-v1 seed 0 [nested] 128/{specs[0].total_steps:,} steps; ETA ")
