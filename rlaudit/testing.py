@@ -5,7 +5,7 @@ CartPole-v1 (discrete actions) or Pendulum-v1 (continuous) at a tiny budget and 
 ``AssertionError`` listing the checks that failed::
 
     from rlaudit.testing import check_algorithm
-    check_algorithm("MyAlgo")                      # a registered name (built-in or plugin)
+    check_algorithm("MyAlgo")                      # a registered name (built-in or plugin); prints a line on success
     check_algorithm(MyLearner, hyperparams={"learning_rate": 1e-3})   # or the class itself
 
 In pytest, one test per check (``parametrize_with_checks``)::
@@ -233,7 +233,8 @@ def check_algorithm(
     policy_kwargs: Mapping[str, Any] | None = None,
     total_timesteps: int = 200,
     env_id: str | None = None,
-) -> None:
+    quiet: bool = False,
+) -> str:
     """Run every conformance check on an algorithm.
 
     Args:
@@ -244,6 +245,10 @@ def check_algorithm(
         policy_kwargs: SB3 ``policy_kwargs`` (e.g. small ``net_arch``).
         total_timesteps: training budget of each check.
         env_id: gymnasium id; default CartPole-v1 (discrete) or Pendulum-v1 (continuous).
+        quiet: do not print the line saying that every check passed.
+
+    Returns:
+        That line: ``"MyAlgo passes all 6 conformance checks on CartPole-v1 (check_construction, …)"``.
 
     Raises:
         AssertionError: listing every failed check and why.
@@ -257,6 +262,12 @@ def check_algorithm(
             failures.append(f"{check.__name__}: {type(exc).__name__}: {exc}")
     if failures:
         raise AssertionError(f"{subject.name} fails {len(failures)} conformance check(s):\n  " + "\n  ".join(failures))
+    env = subject.env_id or (DISCRETE_ENV if "discrete" in subject.spec.action_spaces else CONTINUOUS_ENV)
+    line = (f"{subject.name} passes all {len(CHECKS)} conformance checks on {env} "
+            f"({', '.join(check.__name__ for check in CHECKS)})")
+    if not quiet:  # silence on success reads as "did anything run?"
+        print(line)
+    return line
 
 
 def parametrize_with_checks(

@@ -77,7 +77,7 @@ def test_good_protocol_loads_into_frozen_objects(tmp_path):
 def test_hash_ignores_comments_titles_and_claims_but_not_runs(tmp_path):
     base = parse_protocol(GOOD, "a.toml")
     cosmetic = parse_protocol("# a comment\n" + GOOD.replace('title = "Tiny"', 'title = "Other"')
-                              .replace('worse = "DQN"', 'worse = "DQN"\ntext = "PPO wins"'), "b.toml")
+                              .replace('worse = "DQN"', 'worse = "DQN"\ntext = "PPO beats DQN"'), "b.toml")
     assert cosmetic.hash == base.hash
     assert parse_protocol(GOOD.replace("seeds = 2", "seeds = 3"), "c.toml").hash != base.hash
     assert parse_protocol(GOOD.replace("n_steps = 64", "n_steps = 128"), "d.toml").hash != base.hash

@@ -225,8 +225,8 @@ def dopamine_legacy(data: Path) -> str:
         claim("Rainbow", "DQN", "Rainbow outperforms DQN", "Hessel et al. (2018); Dopamine baselines"),
         claim("IQN", "Rainbow", "IQN outperforms Rainbow", "Dabney et al. (2018), IQN; " + src),
         claim("C51", "DQN", "C51 outperforms DQN", "Bellemare et al. (2017)"),
-        claim("Quantile (JAX)", "C51", "QR-DQN outperforms C51", "Dabney et al. (2018), QR-DQN"),
-        claim("DQN (Adam + MSE in JAX)", "DQN", "DQN with Adam and MSE loss outperforms the original DQN",
+        claim("Quantile (JAX)", "C51", "Quantile (JAX), i.e. QR-DQN, outperforms C51", "Dabney et al. (2018), QR-DQN"),
+        claim("DQN (Adam + MSE in JAX)", "DQN", "DQN (Adam + MSE in JAX) outperforms the original DQN",
               "Obando-Ceron & Castro (2021), Revisiting Rainbow"),
     ]
     return render(head, "dopamine",
@@ -252,13 +252,14 @@ def dopamine_cnn_impala(data: Path) -> str:
     claims = []
     for net in ("CNN", "Impala"):
         claims += [
-            claim(f"Rainbow ({net})", f"DQN ({net})", f"Rainbow outperforms DQN ({net} torso)", "Hessel et al. (2018)"),
-            claim(f"IQN ({net})", f"Rainbow ({net})", f"IQN outperforms Rainbow ({net} torso)", "Dabney et al. (2018)"),
-            claim(f"C51 ({net})", f"DQN ({net})", f"C51 outperforms DQN ({net} torso)", "Bellemare et al. (2017)"),
-            claim(f"QR-DQN ({net})", f"C51 ({net})", f"QR-DQN outperforms C51 ({net} torso)", "Dabney et al. (2018)"),
+            claim(f"Rainbow ({net})", f"DQN ({net})", f"Rainbow ({net}) outperforms DQN ({net})", "Hessel et al. (2018)"),
+            claim(f"IQN ({net})", f"Rainbow ({net})", f"IQN ({net}) outperforms Rainbow ({net})", "Dabney et al. (2018)"),
+            claim(f"C51 ({net})", f"DQN ({net})", f"C51 ({net}) outperforms DQN ({net})", "Bellemare et al. (2017)"),
+            claim(f"QR-DQN ({net})", f"C51 ({net})", f"QR-DQN ({net}) outperforms C51 ({net})", "Dabney et al. (2018)"),
         ]
     for a in agents:
-        claims.append(claim(f"{a} (Impala)", f"{a} (CNN)", f"the IMPALA ResNet torso improves {a} over the Nature CNN",
+        claims.append(claim(f"{a} (Impala)", f"{a} (CNN)",
+                            f"the IMPALA ResNet torso improves {a}: {a} (Impala) outperforms {a} (CNN)",
                             "Espeholt et al. (2018); common practice since"))
     files = dopamine_files(data, "_CNN") + dopamine_files(data, "_Impala")
     return render(head, "dopamine",
@@ -303,10 +304,10 @@ sha256: of each file as served by the url (identical to the --data copy).
         claim("CURL", "DER", "CURL outperforms Efficient Rainbow (DER); rliable found the claim does not hold",
               "Laskin, Srinivas & Abbeel (2020), CURL; Agarwal et al. (2021)"),
         claim("DrQ", "CURL", "DrQ outperforms CURL", "Kostrikov, Yarats & Fergus (2021), DrQ"),
-        claim("DrQ(ε)", "DrQ", "DrQ with standard epsilon-greedy parameters beats DrQ as published",
+        claim("DrQ(ε)", "DrQ", "DrQ(ε) (DrQ with standard epsilon-greedy parameters) beats DrQ as published",
               "Agarwal et al. (2021)"),
-        claim("DER", "SimPLe", "Data-efficient Rainbow outperforms SimPLe", "van Hasselt, Hessel & Aslanides (2019)"),
-        claim("OTR", "SimPLe", "Over-trained Rainbow outperforms SimPLe", "Kielak (2019)"),
+        claim("DER", "SimPLe", "DER (data-efficient Rainbow) outperforms SimPLe", "van Hasselt, Hessel & Aslanides (2019)"),
+        claim("OTR", "SimPLe", "OTR (over-trained Rainbow) outperforms SimPLe", "Kielak (2019)"),
     ]
     return render(head, "rliable", opts, files, {"method": "atari"}, {"metric": "iqm"}, claims)
 
@@ -336,7 +337,7 @@ the bucket copy by sha256. sha256: of each file as served by the url (identical 
         claim("DrQ", "Dreamer", "DrQ outperforms Dreamer at 100k and 500k steps", "Kostrikov et al. (2021), DrQ"),
         claim("RAD", "SLAC", "RAD outperforms SLAC at 100k and 500k steps", "Laskin et al. (2020), RAD"),
         claim("RAD", "SAC+AE", "RAD outperforms SAC+AE at 100k and 500k steps", "Laskin et al. (2020), RAD"),
-        claim("PISAC", "SLAC", "PI-SAC outperforms SLAC", "Lee et al. (2020), PI-SAC"),
+        claim("PISAC", "SLAC", "PISAC (PI-SAC) outperforms SLAC", "Lee et al. (2020), PI-SAC"),
         claim("SLAC", "SAC+AE", "SLAC outperforms SAC+AE", "Lee et al. (2020), SLAC"),
     ]
     return render(head, "rliable", {"budget_unit": "env_steps"}, files, {"method": "divide", "divisor": 1000},

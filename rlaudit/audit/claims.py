@@ -101,9 +101,21 @@ def parse_claims(items: Sequence[dict], where: str) -> tuple[Claim, ...]:
         for key in ("text", "source"):
             if key in item and not isinstance(item[key], str):
                 raise InputError(f"{at}: field {key!r} must be a string")
+        _check_text_names(item, at)
         claims.append(Claim(better=item["better"], worse=item["worse"], metric=metric, budgets=budgets,
                             text=item.get("text", ""), source=item.get("source", ""), where=at))
     return tuple(claims)
+
+
+def _check_text_names(item: dict, at: str) -> None:
+    """A claim's ``text`` names both algorithms as ``better`` and ``worse`` do (their labels), so one algorithm
+    never appears under two names in a report ("QR-DQN" in the claim, "Quantile (JAX)" in every table)."""
+    text = item.get("text") or ""
+    for key in ("better", "worse") if text else ():
+        if item[key].casefold() not in text.casefold():
+            raise InputError(f"{at}: field 'text' ({text!r}) does not name {item[key]!r}, the algorithm in {key!r}; "
+                             f"name both algorithms by their labels in 'text' (or leave 'text' out: it defaults "
+                             f"to '{item['better']} > {item['worse']}')")
 
 
 def load_claims_file(path: str | os.PathLike) -> tuple[Claim, ...]:

@@ -437,6 +437,14 @@ class Claim:
         """``holds`` (every budget), ``reversed`` (somewhere) or ``inconclusive``."""
         return claim_status([p.verdict for p in self.per_budget])
 
+    @property
+    def outcome(self) -> str:
+        """The status as the counter and tables say it: ``holds``, ``reversed``, and for ``inconclusive`` either
+        ``holds only at some budgets`` (decided in the claimed direction somewhere) or ``never decided``."""
+        if self.status != "inconclusive":
+            return self.status
+        return "holds only at some budgets" if self.budgets_with("holds") else "never decided"
+
     def overall_text(self, budget_format: Callable[[int], str] = str) -> str:
         """``"holds at all budgets"``, ``"mixed: holds at 10M, reversed at 200M"``, … with budgets written by
         ``budget_format`` (``audit.json``'s ``overall`` is this with plain integers)."""

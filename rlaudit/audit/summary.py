@@ -61,14 +61,20 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     console.print(Text(f"rlaudit audit — {src}", style="bold"))
     console.print(Text(f"{len(d['algorithms'])} algorithms x {len(d['tasks'])} tasks x {len(result.budgets)} "
                   f"budget(s) ({unit}); scores: {d.get('score_kind')}, normalisation: {d.get('normalization')}"))
+    # two lines, each short enough for a 140-column console: one wrapped line ended in a dangling "; "
     console.print(Text(f"deciding metric {mlabel}; {s['reps']} bootstrap replicates, seed {s['seed']}; "
                   f"{s['correction']} correction, family-wise alpha {s['alpha']:g} over "
                   f"{s.get('n_tests', len(result.orderings))} test(s) ({len(result.orderings)} orderings, "
-                  f"{len(result.changes)} changes); intervals on aggregates at {100 * s['confidence']:g}% "
-                  f"({s['interval_method']}); other metrics: point estimates (intervals in audit.json)"))
+                  f"{len(result.changes)} changes)"))
+    console.print(Text(f"intervals on aggregates at {100 * s['confidence']:g}% ({s['interval_method']}); "
+                       f"other metrics: point estimates (intervals in audit.json)"))
     note = supported_error_note(s)
     if note:
         console.print(Text("measured error rates: " + note.removeprefix("; "), style="yellow"))
+
+    for f in typed.checklist:  # an incomplete sweep qualifies everything below it: say so before any of it
+        if f.id == "incomplete-sweep":
+            console.print(Text(f"[{f.severity}] ", style="yellow") + Text(f.message))
 
     agg = typed.aggregate_index()
     rank1 = {(r.budget, r.algorithm): r.probs[0] for r in typed.rank_distribution if r.metric == metric and r.probs}

@@ -13,7 +13,7 @@ import sys
 import click
 
 from rlaudit import __version__
-from rlaudit.errors import RlauditError
+from rlaudit.errors import InputError, RlauditError, did_you_mean
 
 # command name -> ("module:attr", one-line help). Each module is owned by one pipeline stage; the help
 # text lives here so that `rlaudit --help` imports none of them (torch, Ray and scipy load on use only).
@@ -41,6 +41,13 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):  # one line, with the closest command
+            fail(InputError(f"no such command {name!r}{did_you_mean(name, COMMANDS)}; commands: "
+                            f"{', '.join(COMMANDS)} (rlaudit --help)"))
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:

@@ -53,9 +53,24 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
     where = str(p)
     try:
         text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not a protocol file (a protocol is TOML text; this file is binary)"
+                         f"{_scores_hint(p)}") from None
+    except OSError as exc:
         raise InputError(f"{where}: cannot read protocol ({exc})") from None
+    if p.suffix.lower() != ".toml":  # a score table or store named by mistake: say what it is not
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            raise InputError(f"{where}: not a protocol file (a protocol is a TOML file; this one does not parse "
+                             f"as TOML){_scores_hint(p)}") from None
     return parse_protocol(text, where, base_dir=p.parent)
+
+
+def _scores_hint(path: Path) -> str:
+    """``; to audit scores, run 'rlaudit audit PATH'`` for a path that looks like scores, else ``""``."""
+    scores = (".csv", ".tsv", ".parquet", ".sqlite", ".db", ".json", ".npz", ".gz")
+    return f"; to audit scores, run 'rlaudit audit {path}'" if path.suffix.lower() in scores else ""
 
 
 def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = None) -> Protocol:
@@ -64,6 +79,9 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: TOML syntax error: {exc}") from None
+    if doc and not any(k in TOP_KEYS for k in doc):
+        raise InputError(f"{where}: not a protocol file (top-level keys {', '.join(list(doc)[:4])}; a protocol has "
+                         f"schema_version, name, and tasks / algorithms / regimes / seeds or [data])")
     _keys(doc, TOP_KEYS, where, "top-level key")
     version = doc.get("schema_version")
     if version is None:
@@ -124,6 +142,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
         for i, c in enumerate(raw_claims):
             for key in ("better", "worse"):
                 if c.get(key) not in labels:
+                    _check_algorithm_names(protocol_fields["algorithms"], where)  # a misspelt name comes first
                     raise InputError(f"{where}: claims[{i}].{key}: unknown algorithm {c.get(key)!r}"
                                      f"{did_you_mean(str(c.get(key)), labels)}; algorithms: {', '.join(labels)}")
             for b in _as_list(c.get("budgets")):
@@ -145,6 +164,19 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
 
 
 # ------------------------------------------------------------------------------------------- sections
+
+def _check_algorithm_names(algorithms, where: str) -> None:
+    """Raise on the first algorithm name the registry lacks: a claim naming ``DQN`` next to a misspelt
+    ``name = "DQN2"`` is wrong because of the name, so the name's error (with its did-you-mean) is the one to
+    show. Called on an unknown claim only, so loading a good protocol never touches the registry."""
+    from rlaudit.algorithms import get_spec
+
+    for i, a in enumerate(algorithms):
+        try:
+            get_spec(a.name)
+        except InputError as exc:
+            raise InputError(f"{where}: algorithms[{i}].name: {exc}") from None
+
 
 def _rerun_fields(doc: dict, where: str) -> dict:
     seeds = _seeds(doc["seeds"], f"{where}: seeds")
@@ -425,6 +457,7 @@ def check_runnable(protocol: Protocol) -> None:
         at = f"{where}: algorithms[{i}]"
         try:
             spec = get_spec(a.name)
+            spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
         except InputError as exc:
             raise InputError(f"{at}.name: {exc}") from None
         spec.check_hyperparams(a.hyperparams, f"{at}.hyperparams")

@@ -35,6 +35,12 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """(anchor, heading) of every report section, in the order they appear in every format."""
 
+CLAIM_OUTCOMES: tuple[str, ...] = ("holds", "holds only at some budgets", "reversed", "never decided")
+"""What the verdict's counter counts (:attr:`~rlaudit.audit.rows.Claim.outcome`)."""
+
+QUALIFIERS = frozenset({"incomplete-sweep"})
+"""Checklist findings that qualify every other finding, so the verdict puts them right after its headline."""
+
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -123,6 +129,50 @@ class Report:
                     "replicate, so these runs cannot bound the interval. More runs per task, or normalised scores, "
                     "give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
+
+    def runs_needed_range_cell(self, o: Ordering) -> str:
+        """The "over the CI" cell of an undecided pair, or ``""`` where it says nothing: an open range
+        (``"6 or more"``: the interval contains 0) starting at one run more than the pair has is what every
+        undecided pair reads, so only a range with an upper end, or one whose far end already needs more
+        than one extra run, is shown."""
+        text = o.runs_needed_range_text
+        if not text or not o.runs_needed_range:
+            return ""
+        fewest, most = o.runs_needed_range
+        current = max((int(d["n_runs"]) for d in self.audit["data"].get("design") or []
+                       if int(d["budget"]) == o.budget and d["algorithm"] in (o.a, o.b)), default=0)
+        return text if most is not None or fewest > current + 1 else ""
+
+    @property
+    def runs_needed_range_note(self) -> str:
+        """The sentence under the runs-needed table saying what a missing "over the CI" value means ("" when
+        every row shows one); when no row shows one, the column is left out altogether."""
+        hidden = [o for o in self.runs_needed if o.runs_needed_range and not self.runs_needed_range_cell(o)]
+        if not hidden:
+            return ""
+        where = "every pair" if len(hidden) == len(self.runs_needed) else "pairs showing –"
+        return (f"Runs per task needed over the CI, for {where}: at most one run per task more than the pair "
+                "has, with no upper end (the interval contains 0: its far end would be decided with at most one "
+                "more run, its near end with no number of runs).")
+
+    @property
+    def runs_needed_range_column(self) -> bool:
+        """Whether the runs-needed table has an "over the CI" column (some row has an informative value)."""
+        return any(self.runs_needed_range_cell(o) for o in self.runs_needed)
+
+    @property
+    def sensitivity_note(self) -> str:
+        """How the metric-sensitivity table's decisions were reached (every metric has its own test family)."""
+        s = self.audit.get("settings", {})
+        return (f"Each metric's orderings are tested in a family of their own ({s.get('n_tests', '–')} tests at "
+                f"family-wise α = {s.get('alpha', '–')}, the same bootstrap as {metric_name(self.metric)}), so "
+                f"“inconclusive” under a metric is that metric's test result.")
+
+    def sensitivity_text(self, row: Sensitivity, metric: str) -> str:
+        """A cell of the metric-sensitivity table: the decision, or ``not tested (deciding metric IQM)``."""
+        if metric not in row.decisions:
+            return f"not tested (deciding metric {metric_name(self.metric)})"
+        return row.decision_text(metric)
 
     def orderings_at(self, budget: int) -> list[Ordering]:
         """Orderings at one budget, in algorithm order."""
@@ -245,6 +295,8 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
         "n_decided": sum(o.decision != "inconclusive" for o in main),
         "n_confirmed_inversions": sum(i.kind == "confirmed" for i in inversions),
         "claims": {v: sum(1 for c in claims if c.status == v) for v in VERDICTS},
+        # the counter splits "inconclusive" the way the verdict does: held somewhere, or decided nowhere
+        "claim_outcomes": {o: sum(1 for c in claims if c.outcome == o) for o in CLAIM_OUTCOMES},
     }
     report = Report(
         title=title, audit=audit, algorithms=algorithms, tasks=tasks, budgets=budgets, budget_unit=unit,
@@ -293,9 +345,10 @@ def _findings(r: Report) -> list[Finding]:
     for c in r.claims:
         if c.status == "inconclusive":
             held = [r.budget(budget) for budget in c.budgets_with("holds")]
-            where = f"holds only at {_join(held)} {r.unit}" if held else "not decided at any audited budget"
-            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d is inconclusive: {where}.",
-                               "warning"))
+            undecided = [r.budget(budget) for budget in c.budgets_with("inconclusive")]
+            where = (f"holds only at {_join(held)} {r.unit}; it is not decided at {_join(undecided)}" if held
+                     else "is not decided at any audited budget")
+            out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d {where}.", "warning"))
     # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
     # the inversions table, never in the verdict), since nothing was tested to say the ordering changed.
     changed = [i for i in r.inversions if i.kind == "changed"]
@@ -322,10 +375,12 @@ def _findings(r: Report) -> list[Finding]:
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
                           f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit})"
                           f"{supported_error_note(r.audit['settings'])}.", "info"))
-    # keep the headline first, then the rest by severity (stable within a severity)
+    # keep the headline first, then an incomplete sweep (it qualifies every finding after it), then the rest by
+    # severity (stable within a severity)
     rank = {"critical": 0, "warning": 1, "info": 2}
-    head, rest = out[0], sorted(out[1:], key=lambda f: rank.get(f.severity, 3))
-    return [head, *rest]
+    qualifiers = [Finding("checklist", item.message, "warning") for item in r.checklist if item.id in QUALIFIERS]
+    rest = sorted((f for f in out[1:] if f not in qualifiers), key=lambda f: rank.get(f.severity, 3))
+    return [out[0], *qualifiers, *rest]
 
 
 def _join(items: list[str]) -> str:

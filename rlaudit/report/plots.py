@@ -96,6 +96,18 @@ def algorithm_styles(algorithms) -> dict[str, dict]:
             for i, a in enumerate(algorithms)}
 
 
+OPEN_NOTE = "dashed arrow to the axis edge: no bounded interval on that side"
+"""What an open-ended interval looks like, said on every figure that draws one."""
+
+
+def _open_end(ax, edge, start, colour, transform) -> None:
+    """A dashed arrow from ``start`` (data coordinates) to ``edge`` (in ``transform``'s coordinates, e.g. the
+    axes' edge): an interval with no bound on that side."""
+    ax.annotate("", xy=edge, xycoords=transform, xytext=start, textcoords="data", annotation_clip=False,
+                arrowprops={"arrowstyle": "-|>", "linestyle": (0, (3, 2)), "color": colour, "lw": 1.0,
+                            "shrinkA": 0, "shrinkB": 0, "mutation_scale": 7})
+
+
 def _budget_axis(ax, report: Report, budgets) -> bool:
     """Log scale when budgets span more than a decade; ticks at the audited budgets, labelled for humans."""
     log = max(budgets) / max(min(budgets), 1e-300) > 10 and min(budgets) > 0
@@ -157,6 +169,7 @@ def plot_aggregates(report: Report, axes=None):
     n_alg = len(algs)
     panel_h = 0.22 * n_alg + 0.45
     fig, axes = _axes_grid(len(budgets) * len(metrics), len(metrics), TEXT, panel_h, axes, sharex="col")
+    open_ends: list = []  # (axes, point, edge 0 / 1) of every unbounded end
     for bi, budget in enumerate(budgets):
         for mi, m in enumerate(metrics):
             ax = axes[bi * len(metrics) + mi]
@@ -169,9 +182,15 @@ def plot_aggregates(report: Report, axes=None):
                 hi = iv.hi if iv.hi is not None else iv.point
                 c = styles[a]["color"]
                 ax.barh(y, hi - lo, left=lo, height=0.62, color=c, alpha=0.55, linewidth=0)
-                # the point as the algorithm's marker: stays visible (and identifiable) when the CI is narrow
+                # an unbounded end runs open to the axis edge: a point without a bar would look exact
+                for end, edge in ((iv.lo, 0.0), (iv.hi, 1.0)):
+                    if end is None:
+                        open_ends.append((ax, iv.point, edge))
+                        _open_end(ax, (edge, y), (iv.point, y), c, ax.get_yaxis_transform())
+                # the point as the algorithm's marker: stays visible (and identifiable) when the CI is narrow;
+                # never clipped by the axes
                 ax.plot([iv.point], [y], marker=styles[a]["marker"], color=c, mec="black", mew=0.6, ms=4.5,
-                        linestyle="")
+                        linestyle="", clip_on=False, zorder=4)
             ax.margins(x=0.08)
             ax.set_yticks(range(n_alg))
             ax.set_yticklabels([styles[a]["label"] for a in reversed(algs)] if mi == 0 else [])
@@ -187,8 +206,13 @@ def plot_aggregates(report: Report, axes=None):
                 ax.set_xlabel(_metric_label(report, m).replace(metric_name(m) + " ", "").strip("()").capitalize())
             ax.tick_params(axis="y", length=0)
     fig.suptitle(f"Aggregate performance with {report.audit['settings'].get('confidence', 0.95):.0%} "
-                 "bootstrap CIs (bar: interval, marker: point estimate)", fontsize=8.5, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.97), h_pad=0.6, w_pad=0.8)
+                 "bootstrap CIs (bar: interval, marker: point estimate"
+                 + (f";\n{OPEN_NOTE}" if open_ends else "") + ")", fontsize=8.5, y=0.995)
+    for ax, point, edge in open_ends:  # room for the arrow: a point near the edge would hide a short one
+        lo, hi = ax.get_xlim()
+        room = 0.2 * (hi - lo)
+        ax.set_xlim(lo, max(hi, point + room)) if edge else ax.set_xlim(min(lo, point - room), hi)
+    fig.tight_layout(rect=(0, 0, 1, 0.94 if open_ends else 0.97), h_pad=0.6, w_pad=0.8)
     return fig
 
 
@@ -210,6 +234,7 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
     else:
         fig = ax.figure
     budgets = list(report.budgets)
+    open_ends: list = []  # (point, edge 0 / 1) of every unbounded end
     for budget in report.budgets_of_interest:
         ax.axvline(budget, color="#888888", linestyle=":", linewidth=1.0, zorder=0)
     for a in report.algorithms:
@@ -220,14 +245,22 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
         xs = [budget for budget, _ in pts]
         s = styles[a]
         ax.plot(xs, [iv.point for _, iv in pts], color=s["color"], marker=s["marker"], ms=4, lw=1.5, label=s["label"],
-                linestyle=s["linestyle"])
-        if len(pts) == 1 and pts[0][1].lo is not None and pts[0][1].hi is not None:
+                linestyle=s["linestyle"], clip_on=False, zorder=4)
+        if len(pts) == 1:
             iv = pts[0][1]
-            ax.errorbar(xs, [iv.point], yerr=[[iv.point - iv.lo], [iv.hi - iv.point]], color=s["color"], capsize=3,
-                        linestyle="")
-        elif all(iv.lo is not None and iv.hi is not None for _, iv in pts):
-            ax.fill_between(xs, [iv.lo for _, iv in pts], [iv.hi for _, iv in pts], color=s["color"], alpha=0.18,
-                            linewidth=0)
+            ax.errorbar(xs, [iv.point], yerr=[[0.0 if iv.lo is None else iv.point - iv.lo],
+                                              [0.0 if iv.hi is None else iv.hi - iv.point]], color=s["color"],
+                        capsize=3, linestyle="")
+        elif len(pts) > 1:  # the band where both ends are bounded; an unbounded end opens to the axis edge
+            bounded = [iv.lo is not None and iv.hi is not None for _, iv in pts]
+            ax.fill_between(xs, [iv.point if iv.lo is None else iv.lo for _, iv in pts],
+                            [iv.point if iv.hi is None else iv.hi for _, iv in pts], where=bounded,
+                            interpolate=False, color=s["color"], alpha=0.18, linewidth=0)
+        for x, iv in pts:
+            for end, edge in ((iv.lo, 0.0), (iv.hi, 1.0)):
+                if end is None:
+                    open_ends.append((iv.point, edge))
+                    _open_end(ax, (x, edge), (x, iv.point), s["color"], ax.get_xaxis_transform())
     log = _budget_axis(ax, report, budgets)
     # crossovers: where the point-estimate lines of a pair cross between two audited budgets
     marked = []
@@ -260,6 +293,13 @@ def plot_budget_curves(report: Report, metric: str | None = None, ax=None):
     if marked:
         handles.append(Line2D([], [], marker="o", linestyle="", mfc="none", mec="#CC0000", ms=7))
         labels.append("crossover")
+    for point, edge in open_ends:  # room for the arrow above (or below) its point
+        lo, hi = ax.get_ylim()
+        room = 0.2 * (hi - lo)
+        ax.set_ylim(lo, max(hi, point + room)) if edge else ax.set_ylim(min(lo, point - room), hi)
+    if open_ends:
+        handles.append(Line2D([], [], color="#444444", linestyle=(0, (3, 2)), lw=1.0))
+        labels.append("no bounded CI on that side")
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(f"{metric_name(metric)} vs budget (bands: {report.audit['settings'].get('confidence', 0.95):.0%} CI)")
     fig.tight_layout()
@@ -321,7 +361,7 @@ def plot_rank_bump(report: Report, ax=None):
         thick = a in inverted
         ax.plot(offs, ys, color=s["color"], marker=s["marker"], ms=5 if thick else 4, lw=2.6 if thick else 1.2,
                 linestyle=s["linestyle"], alpha=1.0 if thick or not inverted else 0.75, zorder=3 if thick else 2,
-                label=s["label"])
+                label=s["label"], clip_on=False)  # rank 1 and rank n sit on the axis limits: never cut a marker
         if has_dist:
             ax.vlines(offs, los, his, color=s["color"], lw=1.0, alpha=0.8, zorder=2)
     # confirmed inversions: a red circle where the pair's rank lines cross between the two budgets

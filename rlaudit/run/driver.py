@@ -32,6 +32,8 @@ MIN_STEPS_MEASURED = 5_000
 """Runs shorter than this are dominated by start-up and evaluation; their rate is not cached."""
 _DEFAULT_STEPS_PER_S = 500.0
 _SUITE_FACTOR = {"gymnasium": 1.0, "minatar": 0.5, "atari": 0.15}
+HEARTBEAT_S = 60.0
+"""Piped output: longest silence while runs train (a line with each running run's steps, then the ETA)."""
 
 
 def throughput_cache() -> Path:
@@ -76,14 +78,24 @@ def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str
     """Wall-time estimate for ``specs`` on ``workers`` workers, and where the rates come from."""
     cache = _read_throughput()
     total = 0.0
-    sources = set()
+    keys = dict.fromkeys(f"{s.algorithm.name}/{s.task.suite}" for s in specs)
     for s in specs:
-        sources.add("measured on this machine" if f"{s.algorithm.name}/{s.task.suite}" in cache
-                    else "reference rates, not measured on this machine")
         total += s.total_steps / rate_of(s, cache)
     n = max(1, min(workers, len(specs)))
     longest = max((s.total_steps / rate_of(s, cache) for s in specs), default=0.0)
-    return max(total / n, longest), " and ".join(sorted(sources))
+    return max(total / n, longest), rate_sources(list(keys), cache)
+
+
+def rate_sources(keys: Sequence[str], cache: dict[str, float]) -> str:
+    """Where the rates of ``keys`` (``algorithm/suite``) come from, in words: ``measured on this machine``,
+    ``reference rates, not measured on this machine``, or which keys are which when both occur."""
+    measured = [k for k in keys if k in cache]
+    reference = [k for k in keys if k not in cache]
+    if not reference:
+        return "measured on this machine"
+    if not measured:
+        return "reference rates, not measured on this machine"
+    return f"measured on this machine for {', '.join(measured)}; reference rates for {', '.join(reference)}"
 
 
 def format_duration(seconds: float) -> str:
@@ -130,10 +142,14 @@ class Driver:
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
         self._worker_tasks: dict[str, TaskID] = {}
+        self.total_steps = sum(s.total_steps for s in specs)
+        self.t0 = time.perf_counter()
+        self._last_line = self.t0
 
     # ----------------------------------------------------------------------------------- progress display
     def __enter__(self) -> Driver:
         if self.console.is_terminal:
+            # per-run rows show the run's env steps done of its budget; the first row, all runs'
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=30),
                                       TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                                       TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
@@ -148,8 +164,7 @@ class Driver:
             self._progress.stop()
 
     def _overall_text(self) -> str:
-        n = self.summary.done + len(self.summary.failed)
-        return f"runs {n}/{len(self.specs)}"
+        return f"runs {self._n_ended()}/{len(self.specs)}"
 
     def _refresh(self) -> None:
         if self._progress is None:
@@ -177,7 +192,7 @@ class Driver:
         task = self._worker_task(worker)
         if task is not None:
             spec = self.specs[run_id]
-            self._progress.reset(task, total=spec.total_steps, completed=0, info=escape(self._describe(spec)))
+            self._progress.reset(task, total=spec.total_steps, completed=0, info=self._run_info(spec, 0))
         self._refresh()
 
     def record(self, rec: EvalRecord) -> None:
@@ -191,8 +206,28 @@ class Driver:
         self.running[run_id] = (worker, min(env_steps, self.specs[run_id].total_steps))
         task = self._worker_tasks.get(worker)
         if task is not None:
-            self._progress.update(task, completed=env_steps)
+            self._progress.update(task, completed=env_steps, info=self._run_info(self.specs[run_id], env_steps))
+        elif self._progress is None and time.perf_counter() - self._last_line >= HEARTBEAT_S:  # piped: never silent for minutes
+            self._last_line = time.perf_counter()
+            live = ", ".join(f"{self._describe(self.specs[r])} {steps:,}/{self.specs[r].total_steps:,} steps"
+                             for r, (_, steps) in self.running.items())
+            self.console.print(f"[{self._n_ended()}/{len(self.specs)}] running: {live}{self._eta()}",
+                               highlight=False, markup=False, soft_wrap=True)
         self._refresh()
+
+    def _run_info(self, spec: RunSpec, env_steps: int) -> str:
+        return f"{escape(self._describe(spec))} {env_steps:,}/{spec.total_steps:,} steps"
+
+    def _n_ended(self) -> int:
+        return self.summary.done + len(self.summary.failed)
+
+    def _eta(self) -> str:
+        """``"; ETA 3 min 10 s"`` from the env steps per second of this sweep so far (``""`` before any)."""
+        done = self.steps_done + sum(steps for _, steps in self.running.values())
+        elapsed = time.perf_counter() - self.t0
+        if done <= 0 or elapsed <= 0:
+            return ""
+        return f"; ETA {format_duration(max(self.total_steps - done, 0) / (done / elapsed))}"
 
     def _end(self, run_id: str) -> None:
         worker, _ = self.running.pop(run_id, (None, 0))
@@ -211,9 +246,11 @@ class Driver:
             self.measured.setdefault(f"{spec.algorithm.name}/{spec.task.suite}", []).append(
                 result.env_steps / result.wall_time)
         if self._progress is None:
-            n = self.summary.done + len(self.summary.failed)
-            self.console.print(f"[{n}/{len(self.specs)}] done   {self._describe(spec)} "
-                               f"({result.wall_time:.1f} s)", highlight=False, markup=False, soft_wrap=True)
+            rate = f", {result.env_steps / result.wall_time:,.0f} steps/s" if result.wall_time > 0 else ""
+            self._last_line = time.perf_counter()
+            self.console.print(f"[{self._n_ended()}/{len(self.specs)}] done   {self._describe(spec)} "
+                               f"({result.wall_time:.1f} s{rate}){self._eta()}", highlight=False, markup=False,
+                               soft_wrap=True)
         self._refresh()
 
     def failed(self, run_id: str, error: str) -> None:
@@ -222,8 +259,7 @@ class Driver:
         self._end(run_id)
         last = (error.strip().splitlines() or [""])[-1]
         self.summary.failed.append((run_id, last))
-        n = self.summary.done + len(self.summary.failed)
-        self.console.print(f"[{n}/{len(self.specs)}] FAILED {self._describe(spec)}: {last}", highlight=False, markup=False, soft_wrap=True,
+        self.console.print(f"[{self._n_ended()}/{len(self.specs)}] FAILED {self._describe(spec)}: {last}", highlight=False, markup=False, soft_wrap=True,
                            style="red" if self.console.is_terminal else None)
         self._refresh()
 
@@ -271,6 +307,14 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         if summary.skipped:
             console.print(f"resuming {store_path}: {summary.skipped} of {len(selected)} runs already done",
                           highlight=False, markup=False, soft_wrap=True)
+        if todo:  # the plan header, piped or not
+            from rlaudit.run.executors import default_workers
+
+            workers = getattr(executor, "workers", None) or default_workers()
+            seconds, source = estimate_seconds(todo, workers)
+            console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
+                          f"steps; estimate about {format_duration(seconds)} with {min(workers, len(todo))} "
+                          f"worker(s) (steps/s: {source})", highlight=False, markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary)
         previous = signal.getsignal(signal.SIGTERM)
         try:
@@ -305,11 +349,14 @@ def _terminate(signum, frame) -> None:
 
 def print_summary(summary: Summary, console: Console, store_path) -> None:
     """The final summary: done, failed, skipped, wall time, env steps/s."""
-    rate = summary.env_steps / summary.wall_time if summary.wall_time > 0 else 0.0
     parts = [f"{summary.done} done", f"{len(summary.failed)} failed", f"{summary.skipped} skipped (already done)"]
     if summary.interrupted:
         parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
+    if summary.env_steps and summary.wall_time > 0:
+        trained = f"{summary.env_steps:,} env steps at {summary.env_steps / summary.wall_time:,.0f} steps/s"
+    else:  # a resume with nothing left: no "0 env steps at 0 steps/s"
+        trained = "nothing trained"
     console.print(f"{', '.join(parts)} of {summary.total} runs in {format_duration(summary.wall_time)}; "
-                  f"{summary.env_steps:,} env steps at {rate:,.0f} steps/s -> {store_path}", highlight=False, markup=False, soft_wrap=True)
+                  f"{trained} -> {store_path}", highlight=False, markup=False, soft_wrap=True)
     for run_id, last in summary.failed:
         console.print(f"  failed: {run_id}: {last}", highlight=False, markup=False, soft_wrap=True)
