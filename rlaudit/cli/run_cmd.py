@@ -53,7 +53,7 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
         return
     seconds, source = estimate_seconds(specs, workers)
     echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
-         f"(steps/s: {source})")
+         f"(steps/s: {source}; evaluation episodes counted at their time limit)")
     echo(f"store: {store_path}")
     _warn_if_large(specs, workers, seconds)
 

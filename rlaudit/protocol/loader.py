@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tomllib
+import unicodedata
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
@@ -40,6 +41,9 @@ MAX_SEEDS = 1_000
 that planning stays instant (10^6 seeds took 86 s and 1.8 GB just to validate)."""
 MAX_SEED = 2**31 - 1
 """Largest seed value: seeds (plus ``evaluation.eval_seed_offset``) must fit NumPy's 32-bit seeding."""
+MAX_EVAL_EPISODES = 100_000
+"""Most episodes per evaluation: 100 times the 1,000 of the largest published evaluations (random-policy
+references), and each one is played at every evaluation point of every run."""
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -176,13 +180,21 @@ def _rerun_fields(doc: dict, where: str) -> dict:
             overrides[rname] = RegimeOverride(hyperparams=_dict(o, "hyperparams", oat),
                                               policy_kwargs=_dict(o, "policy_kwargs", oat) if "policy_kwargs" in o
                                               else None)
-        algorithms.append(Algorithm(name=name, label=_str(a, "label", at) or name,
+        label = _str(a, "label", at)
+        if "label" in a and not label.strip():
+            raise InputError(f"{at}.label: {label!r} is blank; a label names the algorithm in the score table "
+                             f"and reports (leave it out to use {name!r})")
+        algorithms.append(Algorithm(name=name, label=label or name,
                                     hyperparams=_dict(a, "hyperparams", at),
                                     policy_kwargs=_dict(a, "policy_kwargs", at), regimes=overrides))
-    labels = [a.label for a in algorithms]
-    dup = next((x for x in labels if labels.count(x) > 1), None)
-    if dup:
-        raise InputError(f"{where}: algorithms: label {dup!r} is used twice; give each entry its own 'label'")
+    seen_labels: dict[str, str] = {}
+    for a in algorithms:
+        key = unicodedata.normalize("NFC", a.label)  # "Café" typed and pasted (NFC / NFD) reads the same
+        if key in seen_labels:
+            same = "" if seen_labels[key] == a.label else f" (as {seen_labels[key]!r}, equal after Unicode normalisation)"
+            raise InputError(f"{where}: algorithms: label {a.label!r} is used twice{same}; give each entry its "
+                             f"own 'label'")
+        seen_labels[key] = a.label
 
     overridden = {r for a in algorithms for r in a.regimes}
     regimes = []
@@ -251,7 +263,7 @@ def _seeds(v, where: str) -> tuple[int, ...]:
 def _evaluation(d, where: str) -> Evaluation:
     d = _table(d, where)
     _keys(d, EVAL_KEYS, where, "key")
-    n = _int(d, "n_eval_episodes", where, positive=True)
+    n = _int(d, "n_eval_episodes", where, positive=True, maximum=MAX_EVAL_EPISODES)
     det = d.get("deterministic", True)
     if not isinstance(det, bool):
         raise InputError(f"{where}.deterministic: must be true or false, got {det!r}")
