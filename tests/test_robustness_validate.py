@@ -3,7 +3,12 @@ rlaudit refused although it is legitimate, and work too large to start without a
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+import sys
 import textwrap
+import time
 import unicodedata
 from pathlib import Path
 
@@ -12,6 +17,8 @@ from click.testing import CliRunner
 
 from rlaudit.cli import main
 from tests.test_robustness import one_line_error
+
+REPO = Path(__file__).resolve().parent.parent
 
 HEAD = """
 schema_version = 1
@@ -87,3 +94,89 @@ def test_estimate_counts_the_evaluations(tmp_path):
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if ln.startswith("estimate:"))
     assert " h " in line and "evaluation episodes counted at their time limit" in line, line
+
+
+# ------------------------------------------------------------------------------------ per-run wall-time limit
+TIMEOUT_PLUGIN = Path(__file__).parent / "data" / "timeout_plugin"
+SLEEPY = """
+schema_version = 1
+name = "sleepy"
+seeds = 2
+{timeout}
+[regimes]
+low = 50
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "SleepyLearner"
+[evaluation]
+n_eval_episodes = 1
+"""
+
+
+def _rlaudit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The CLI in a fresh interpreter that sees the test plugin (its entry point stays out of this process)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TIMEOUT_PLUGIN), str(REPO)]), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "rlaudit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("where", ["flag", "protocol"])
+def test_a_learner_that_never_returns_times_out_and_the_sweep_goes_on(tmp_path, where):
+    """Seed 0's learn() sleeps for an hour: stopped at the limit, recorded timed out; seed 1 finishes."""
+    protocol = tmp_path / "sleepy.toml"
+    # "flag": the flag's 10 s must win over the protocol's hour
+    protocol.write_text(SLEEPY.format(timeout="run_timeout = 10" if where == "protocol" else "run_timeout = 3600"))
+    store = tmp_path / "s.sqlite"
+    flag = ["--run-timeout", "10"] if where == "flag" else []
+    t0 = time.monotonic()
+    done = _rlaudit("run", str(protocol), "--store", str(store), "--workers", "1", *flag, cwd=tmp_path)
+    assert time.monotonic() - t0 < 240, "the sleeping run was not stopped"
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "1 done, 1 failed (1 timed out)" in done.stderr
+    con = sqlite3.connect(store)
+    rows = dict(con.execute("SELECT seed, status || ' ' || coalesce(error, '') FROM runs").fetchall())
+    n_evals = con.execute("SELECT count(*) FROM evaluations WHERE run_id LIKE '%__0__%'").fetchone()[0]
+    con.close()
+    assert rows[1] == "done " and n_evals == 0
+    assert rows[0].startswith("failed RunTimedOut: CartPole-v1__SleepyLearner__0__nested ran past the run "
+                              "timeout of 10 s"), rows[0]
+    status = _rlaudit("status", str(store), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "timed_out" in status.stdout and "timed out: CartPole-v1__SleepyLearner__0__nested" in status.stdout
+    from rlaudit.store import store_status
+
+    st = store_status(store).iloc[0]
+    assert (st["done"], st["failed"], st["timed_out"], st["total"]) == (1, 0, 1, 2)
+
+
+@pytest.mark.parametrize("args, text, expected", [
+    (["--run-timeout", "0"], "", "error: --run-timeout: must be a number of seconds above 0"),
+    (["--run-timeout", "nan"], "", "error: --run-timeout: must be a number of seconds above 0"),
+    (["--run-timeout", "5", "--executor", "ray"], "", "error: --run-timeout: applies to --executor local only"),
+    ([], 'run_timeout = "1h"', "run_timeout: must be a number of seconds above 0 (e.g. 3600 for an hour), got '1h'"),
+    ([], "run_timeout = -1", "run_timeout: must be a number of seconds above 0"),
+])
+def test_bad_run_timeouts_are_refused_before_anything_runs(tmp_path, args, text, expected):
+    protocol = tmp_path / "p.toml"
+    protocol.write_text(text + "\n" + textwrap.dedent(HEAD.format(task="CartPole-v1"))
+                        + '[[algorithms]]\nname = "PPO"\n')
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(tmp_path / "s.sqlite"), *args])
+    assert expected in one_line_error(result)
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_run_timeout_is_shown_and_does_not_change_the_hash(tmp_path):
+    from rlaudit.protocol import load_protocol
+
+    body = '[[algorithms]]\nname = "PPO"\n'
+    plain = tmp_path / "a.toml"
+    plain.write_text(textwrap.dedent(HEAD.format(task="CartPole-v1")) + body)
+    timed = tmp_path / "b.toml"
+    timed.write_text("run_timeout = 90\n" + textwrap.dedent(HEAD.format(task="CartPole-v1")) + body)
+    assert load_protocol(timed).run_timeout == 90.0 and load_protocol(plain).run_timeout is None
+    assert load_protocol(timed).hash == load_protocol(plain).hash  # a store made without it resumes with it
+    result = CliRunner().invoke(main, ["validate", str(timed), "--store", str(tmp_path / "s.sqlite")])
+    assert result.exit_code == 0, result.output
+    assert "  run timeout: 1 min 30 s per run" in result.output

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -28,7 +29,7 @@ from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Ev
 from rlaudit.scores import BUDGET_MAX
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
-            "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of")
+            "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of", "run_timeout")
 RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
 TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
 ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes")
@@ -81,6 +82,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
     title = _str(doc, "title", where)
     description = _str(doc, "description", where)
     citation = _str(doc, "citation", where)
+    run_timeout = run_timeout_value(doc["run_timeout"], f"{where}: run_timeout") if "run_timeout" in doc else None
 
     unit = "env_steps"
     if "budget" in doc:
@@ -143,7 +145,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
     canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
     return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
-                    description=description, citation=citation, budget_unit=unit, data=data,
+                    description=description, citation=citation, run_timeout=run_timeout, budget_unit=unit, data=data,
                     normalization=normalization, audit=audit, claims=claims, rerun=doc.get("rerun"),
                     rerun_of=doc.get("rerun_of"), **protocol_fields)
 
@@ -380,6 +382,13 @@ def _int(d: dict, key: str, where: str, required: bool = False, positive: bool =
     if v > maximum:
         raise InputError(f"{where}.{key}: must be at most {maximum:,}, got {v:,}")
     return v
+
+
+def run_timeout_value(v, where: str) -> float:
+    """A wall-time limit in seconds: a finite number above 0 (``where`` names the key or the flag)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+        raise InputError(f"{where}: must be a number of seconds above 0 (e.g. 3600 for an hour), got {v!r}")
+    return float(v)
 
 
 def _budget_value(v, where: str) -> int:

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rlaudit.errors import RunFailed
-from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, is_timed_out
 
 # Env steps per second of one run on one core, used by `rlaudit validate` until runs on this machine have
 # measured their own (see throughput_cache()). PPO and DQN: bare stable-baselines3 on CartPole-v1 on a quiet
@@ -338,7 +338,9 @@ def _terminate(signum, frame) -> None:
 def print_summary(summary: Summary, console: Console, store_path) -> None:
     """The final summary: done, failed, skipped, wall time, env steps/s."""
     rate = summary.env_steps / summary.wall_time if summary.wall_time > 0 else 0.0
-    parts = [f"{summary.done} done", f"{len(summary.failed)} failed", f"{summary.skipped} skipped (already done)"]
+    n_timed_out = sum(1 for _, last in summary.failed if is_timed_out(last))
+    parts = [f"{summary.done} done", f"{len(summary.failed)} failed"
+             + (f" ({n_timed_out} timed out)" if n_timed_out else ""), f"{summary.skipped} skipped (already done)"]
     if summary.interrupted:
         parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
     console.print(f"{', '.join(parts)} of {summary.total} runs in {format_duration(summary.wall_time)}; "
