@@ -35,6 +35,7 @@ import dataclasses
 import json
 import math
 import os
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,10 @@ COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 
 OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eval_protocol", "source")
 """Optional columns carried through when present."""
+
+NA_WORDS: tuple[str, ...] = ("", "nan", "NaN", "-nan", "-NaN", "NA", "N/A", "n/a", "null", "NULL", "None", "<NA>")
+"""Missing-value words read as NaN in the numeric columns (``budget``, ``score``) of a CSV, and only there: an
+algorithm, task or run may be named ``None`` or ``NA`` (pandas' default would read such names as missing)."""
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
@@ -178,6 +183,19 @@ class ScoreTable:
                                      or "scores")
 
 
+def _refuse_unicode_twins(names: pd.Series, column: str, where: str, lines) -> None:
+    """Refuse two spellings of one name that differ only in Unicode normalisation (``Café`` typed as one
+    code point or as ``e`` + combining accent): they look the same in every report but would count twice."""
+    first: dict[str, str] = {}
+    for name in names.unique():
+        key = unicodedata.normalize("NFC", name)
+        if key in first and first[key] != name:
+            raise InputError(f"{where}: {column} {name!r} at line {lines(names == name)} and {first[key]!r} at line "
+                             f"{lines(names == first[key])} differ only in Unicode normalisation (NFC / NFD); "
+                             f"write them the same way")
+        first.setdefault(key, name)
+
+
 def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int = 2) -> pd.DataFrame:
     """Check and coerce a frame to the contract; raise :class:`InputError` naming file, rows and columns.
 
@@ -207,6 +225,8 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
         blank = df[c].str.strip() == ""
         if blank.any():
             raise InputError(f"{where}: empty {c!r} at line {lines(blank)}")
+    for c in ("algorithm", "task"):
+        _refuse_unicode_twins(df[c], c, where, lines)
 
     budget = pd.to_numeric(df["budget"], errors="coerce")
     bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
@@ -293,12 +313,14 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
         file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
         frame = table.to_pandas()
         return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=1)
-    if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
+    if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         header, n_comment = _read_csv_meta(path)
         file_meta = ScoreMeta.from_dict(header, where) if header else ScoreMeta(source=where)
         try:
-            frame = pd.read_csv(path, comment=None, skiprows=n_comment, sep="\t" if path.suffix == ".tsv" else ",",
-                                dtype={"algorithm": str, "task": str, "run": str}, keep_default_na=True)
+            frame = pd.read_csv(path, comment=None, skiprows=n_comment,
+                                sep="\t" if suffixes.endswith((".tsv", ".tsv.gz")) else ",",
+                                dtype={"algorithm": str, "task": str, "run": str}, keep_default_na=False,
+                                na_values={"budget": list(NA_WORDS), "score": list(NA_WORDS)})
         except pd.errors.EmptyDataError:
             raise InputError(f"{where}: no score rows (the file is empty)") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -306,7 +328,7 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
         except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
             raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
         return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=2 + n_comment)
-    raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
+    raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet")
 
 
 def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
@@ -340,7 +362,7 @@ def _read_csv_meta(path: Path) -> tuple[dict, int]:
     meta: dict = {}
     n = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             for line in fh:
                 if not line.startswith("#"):
                     break

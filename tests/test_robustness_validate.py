@@ -180,3 +180,105 @@ def test_run_timeout_is_shown_and_does_not_change_the_hash(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(timed), "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.output
     assert "  run timeout: 1 min 30 s per run" in result.output
+
+
+# -------------------------------------------------------------------------------- legitimate input refused
+TIDY = "algorithm,task,run,budget,score\n" + "".join(
+    f"{a},T{t},{r},100,{s}\n" for a, base in (("A", 1.0), ("B", 2.0)) for t in range(2) for r, s in
+    enumerate((base, base + 0.5, base + 0.25)))
+
+
+def test_protocol_and_claims_files_with_a_utf8_bom_load(tmp_path):
+    """Windows editors save UTF-8 with a byte-order mark: protocols, claims and reference files must load."""
+    body = '[[algorithms]]\nname = "PPO"\n[[algorithms]]\nname = "A2C"\n'
+    path = tmp_path / "p.toml"
+    path.write_text("\ufeff" + textwrap.dedent(HEAD.format(task="CartPole-v1")) + body, encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(path), "--store", str(tmp_path / "s.sqlite")])
+    assert result.exit_code == 0 and result.output.splitlines()[-1] == "valid", result.output
+
+    from rlaudit.audit.claims import load_claims_file
+
+    claims = tmp_path / "claims.toml"
+    claims.write_text('\ufeff[[claims]]\nbetter = "B"\nworse = "A"\n', encoding="utf-8")
+    assert [(c.better, c.worse) for c in load_claims_file(claims)] == [("B", "A")]
+    refs = tmp_path / "refs.csv"
+    refs.write_text("\ufefftask,low,high\nT0,0,10\nT1,0,20\n", encoding="utf-8")
+    scores = tmp_path / "scores.csv"
+    scores.write_text("\ufeff" + TIDY, encoding="utf-8")
+    done = CliRunner().invoke(main, ["audit", str(scores), "--claims", str(claims), "--normalize",
+                                     f"minmax:{refs}", "--reps", "400", "--reps-pairwise", "100",
+                                     "--out", str(tmp_path / "a"), "-q"])
+    assert done.exit_code == 0, done.output
+    assert '"minmax"' in (tmp_path / "a" / "audit.json").read_text()
+
+
+@pytest.mark.parametrize("names", [("None", "NA"), ("NaN", "null"), ("N/A", "nan")])
+def test_rlaudit_reads_back_its_own_export_of_algorithms_named_like_missing_values(tmp_path, names):
+    from rlaudit.protocol import load_protocol, plan
+    from rlaudit.scores import read_scores
+    from tests.test_robustness import filled_store
+
+    body = "".join(f'[[algorithms]]\nname = "PPO"\nlabel = "{n}"\n' for n in names)
+    path = tmp_path / "p.toml"
+    path.write_text(textwrap.dedent(HEAD.format(task="CartPole-v1")).replace("seeds = 1", "seeds = 3") + body)
+    filled_store(tmp_path / "s.sqlite", plan(load_protocol(path)))
+    for out in ("out.csv", "out.parquet"):
+        export = CliRunner().invoke(main, ["export", str(tmp_path / "s.sqlite"), "-o", str(tmp_path / out)])
+        assert export.exit_code == 0, export.output
+        assert sorted(read_scores(tmp_path / out).algorithms) == sorted(names)
+    audit = CliRunner().invoke(main, ["audit", str(tmp_path / "out.csv"), "--reps", "400", "--reps-pairwise", "100",
+                                      "--out", str(tmp_path / "a"), "-q"])
+    assert audit.exit_code == 0, audit.output
+
+
+def test_missing_scores_are_still_missing(tmp_path):
+    """Only the label columns keep NA words as names; an empty or NA score is still refused by line."""
+    path = tmp_path / "s.csv"
+    path.write_text("algorithm,task,run,budget,score\nNone,T,0,100,1.0\nNone,T,1,100,NA\n")
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path)]))
+    assert "column 'score' is NaN or empty at line 3" in line
+
+
+@pytest.mark.parametrize("name", ["scores.TSV", "scores.Tsv", "scores.tsv.GZ"])
+def test_an_upper_case_tsv_suffix_is_tab_separated(tmp_path, name):
+    import gzip
+
+    from rlaudit.importers.sniff import sniff
+    from rlaudit.sources import load_source
+
+    text = TIDY.replace(",", "\t")
+    path = tmp_path / name
+    if name.lower().endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    table = load_source(path).table
+    assert table.algorithms == ["A", "B"] and len(table.frame) == 12
+    assert sniff(path) == "tidy"
+
+
+def test_wide_tsv_is_tab_separated(tmp_path):
+    from rlaudit.importers.tables import import_wide
+
+    path = tmp_path / "wide.TSV"
+    path.write_text("task\trun\tDQN\tC51\nPong\t0\t1.5\t2.5\nPong\t1\t1.0\t3.0\n")
+    table = import_wide([path])
+    assert set(table.algorithms) == {"C51", "DQN"}
+    assert sorted(table.frame["score"]) == [1.0, 1.5, 2.5, 3.0]
+
+
+NFC, NFD = unicodedata.normalize("NFC", "Café"), unicodedata.normalize("NFD", "Café")
+
+
+def test_labels_equal_after_unicode_normalisation_are_duplicates(tmp_path):
+    assert NFC != NFD
+    body = f'[[algorithms]]\nname = "PPO"\nlabel = "{NFC}"\n[[algorithms]]\nname = "A2C"\nlabel = "{NFD}"\n'
+    line = one_line_error(validate(tmp_path, body))
+    assert "algorithms: label" in line and "is used twice" in line and "equal after Unicode normalisation" in line
+
+
+def test_score_names_equal_after_unicode_normalisation_are_refused(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(TIDY.replace("A,T0,0", f"{NFC},T0,0").replace("A,", f"{NFD},"), encoding="utf-8")
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path)]))
+    assert "differ only in Unicode normalisation (NFC / NFD)" in line and "at line 2" in line

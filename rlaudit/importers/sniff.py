@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import load_json
+from rlaudit.io import has_suffix
 
 TIDY_COLUMNS = {"algorithm", "task", "run", "budget", "score"}
 
@@ -24,7 +25,7 @@ def sniff(path: Path) -> str:
         files = [f for f in path.rglob("*") if f.is_file()]
         if any(f.name == "evaluations.npz" for f in files):
             kinds.add("zoo")
-        jsons = sorted(f for f in files if f.name.endswith((".json", ".json.gz")) and ".vg." not in f.name
+        jsons = sorted(f for f in files if has_suffix(f, ".json", ".json.gz") and ".vg." not in f.name.lower()
                        and f.name.lower() not in ("manifest.json",))
         if jsons:
             kinds.add(_sniff_json(jsons[0]))
@@ -39,7 +40,7 @@ def sniff(path: Path) -> str:
         return "zoo"
     if name.endswith(".parquet"):
         return "tidy"
-    if name.endswith((".csv", ".csv.gz", ".tsv")):
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         from rlaudit.importers._common import iter_content
 
         # The first chunk is enough to recognise a header; never inflate a whole file to sniff it.
@@ -47,7 +48,7 @@ def sniff(path: Path) -> str:
         head = next(chunks, b"").decode("utf-8", errors="replace").splitlines()
         chunks.close()
         header = next((line for line in head if not line.startswith("#")), "")
-        cols = {c.strip().lower() for c in header.split(",")}
+        cols = {c.strip().lower() for c in header.split("\t" if name.endswith((".tsv", ".tsv.gz")) else ",")}
         return "tidy" if TIDY_COLUMNS <= cols else "wide"
     if name.endswith((".json", ".json.gz")):
         return _sniff_json(path)

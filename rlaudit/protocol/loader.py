@@ -57,7 +57,7 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
     p = existing_file(path, "protocol file")
     where = str(p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: cannot read protocol ({exc})") from None
     return parse_protocol(text, where, base_dir=p.parent)
