@@ -150,7 +150,7 @@ class ScoreTable:
     @property
     def algorithms(self) -> list[str]:
         """Algorithm names, in order of first appearance."""
-        return list(dict.fromkeys(self.frame["algorithm"]))
+        return [str(a) for a in pd.unique(self.frame["algorithm"])]
 
     @property
     def tasks(self) -> list[str]:

@@ -282,3 +282,78 @@ def test_score_names_equal_after_unicode_normalisation_are_refused(tmp_path):
     path.write_text(TIDY.replace("A,T0,0", f"{NFC},T0,0").replace("A,", f"{NFD},"), encoding="utf-8")
     line = one_line_error(CliRunner().invoke(main, ["audit", str(path)]))
     assert "differ only in Unicode normalisation (NFC / NFD)" in line and "at line 2" in line
+
+
+# -------------------------------------------------------------------------------------------- scale guards
+def _grid(n_algorithms: int, n_tasks: int, n_runs: int, n_budgets: int):
+    """A tidy table of the given shape (scores Gamma-distributed, growing with the algorithm index)."""
+    import numpy as np
+    import pandas as pd
+
+    from rlaudit.scores import ScoreMeta, ScoreTable
+
+    rng = np.random.default_rng(0)
+    a, t, r, b = np.meshgrid(np.arange(n_algorithms), np.arange(n_tasks), np.arange(n_runs), np.arange(n_budgets),
+                             indexing="ij")
+    frame = pd.DataFrame({"algorithm": np.char.add("A", a.ravel().astype(str)),
+                          "task": np.char.add("T", t.ravel().astype(str)), "run": r.ravel().astype(str),
+                          "budget": (b.ravel() + 1) * 1000, "score": rng.gamma(2.0, 1.0, a.size) * (1 + a.ravel())})
+    return ScoreTable(frame, ScoreMeta())  # valid by construction; whoever reads it back validates it
+
+
+def test_the_estimate_counts_tests_and_replicates_as_the_audit_does():
+    """5 algorithms x 40 budgets: 10 pairs x (40 orderings + 39 changes) = 790 tests, 20 x 790 / 0.05 replicates."""
+    from rlaudit.audit import AuditSettings, audit_cost
+
+    cost = audit_cost(_grid(5, 1, 2, 40), AuditSettings())
+    assert (cost.n_tests, cost.reps, cost.n_scores) == (790, 316_000, 400)
+    assert audit_cost(_grid(5, 1, 2, 40), AuditSettings(), n_budgets=2).n_tests == 30  # 10 x 2 + 10 x 1
+
+
+def test_the_default_audit_of_a_million_rows_is_refused_in_one_line_with_the_way_out(tmp_path):
+    from rlaudit.scores import write_scores
+
+    path = write_scores(_grid(5, 50, 100, 40), tmp_path / "big.parquet")
+    t0 = time.monotonic()
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "out")]))
+    assert time.monotonic() - t0 < 120
+    assert "this audit is estimated at about" in line and "more than the 5 min limit" in line
+    assert "5 algorithms x 40 budgets make 790 tests, so 316,000 replicates (20 m / alpha) of 1,000,000 scores" in line
+    assert "of the 40 budgets (--budgets)" in line and "RLAUDIT_AUDIT_MAX_SECONDS=" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_time_limit_applies_and_is_checked(tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    path.write_text(TIDY)
+    monkeypatch.setenv("RLAUDIT_AUDIT_MAX_SECONDS", "0.001")
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "out")]))
+    assert "more than the 0 s limit" in line and "2 algorithms x 1 budget make 1 test, so" in line
+    monkeypatch.setenv("RLAUDIT_AUDIT_MAX_SECONDS", "soon")
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "out")]))
+    assert line == "error: RLAUDIT_AUDIT_MAX_SECONDS: 'soon' is not a number"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("reps", ["1000000000", "10_000_000"])
+def test_reps_pairwise_has_a_memory_guard(tmp_path, reps):
+    path = tmp_path / "s.csv"
+    path.write_text(TIDY)
+    t0 = time.monotonic()
+    line = one_line_error(CliRunner().invoke(main, ["audit", str(path), "--reps-pairwise", reps,
+                                                    "--out", str(tmp_path / "out")]))
+    assert time.monotonic() - t0 < 30
+    assert line.startswith(f"error: --reps-pairwise: {int(reps):,} replicates need ")
+    assert "more than the 4 GiB limit; use at most 5,315,553 (default 2000)" in line
+
+
+def test_a_long_audit_says_what_it_will_do_and_shows_its_stages(tmp_path):
+    """Work above the progress threshold: the estimate first, then one line per stage when not a terminal."""
+    from rlaudit.scores import write_scores
+
+    path = write_scores(_grid(3, 10, 10, 2), tmp_path / "s.csv")
+    result = CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("audit: ")]
+    assert lines[0].startswith("audit: 9 tests, 50,000 replicates of 600 scores; estimated at most about "), lines
+    assert "audit: bootstrap aggregates (3 steps)" in lines and "audit: error-controlled orderings (4 steps)" in lines
