@@ -357,3 +357,23 @@ def test_a_long_audit_says_what_it_will_do_and_shows_its_stages(tmp_path):
     lines = [ln for ln in result.output.splitlines() if ln.startswith("audit: ")]
     assert lines[0].startswith("audit: 9 tests, 50,000 replicates of 600 scores; estimated at most about "), lines
     assert "audit: bootstrap aggregates (3 steps)" in lines and "audit: error-controlled orderings (4 steps)" in lines
+
+
+def test_json_importers_read_a_file_with_a_utf8_bom(tmp_path):
+    """An rliable score set ``{task: [score x runs]}`` saved with a BOM (json.loads alone refuses it)."""
+    from rlaudit.importers import import_path
+    from rlaudit.importers.sniff import sniff
+
+    path = tmp_path / "DER.json"
+    path.write_text('\ufeff{"Pong": [1.0, 2.0, 3.0], "Breakout": [4.0, 5.0, 6.0]}', encoding="utf-8")
+    assert sniff(path) == "rliable"
+    table = import_path(None, path)
+    assert table.tasks == ["Breakout", "Pong"] and table.algorithms == ["DER"]
+
+
+def test_sniffing_sees_a_tidy_header_behind_a_bom(tmp_path):
+    from rlaudit.importers.sniff import sniff
+
+    path = tmp_path / "s.csv"
+    path.write_text("\ufeff" + TIDY, encoding="utf-8")
+    assert sniff(path) == "tidy"

@@ -45,7 +45,7 @@ def sniff(path: Path) -> str:
 
         # The first chunk is enough to recognise a header; never inflate a whole file to sniff it.
         chunks = iter_content(path)
-        head = next(chunks, b"").decode("utf-8", errors="replace").splitlines()
+        head = next(chunks, b"").decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
         chunks.close()
         header = next((line for line in head if not line.startswith("#")), "")
         cols = {c.strip().lower() for c in header.split("\t" if name.endswith((".tsv", ".tsv.gz")) else ",")}
