@@ -28,6 +28,12 @@ def existing_file(path: str | os.PathLike, what: str) -> Path:
     return path
 
 
+def has_suffix(path: str | os.PathLike, *suffixes: str) -> bool:
+    """Whether the file name of ``path`` ends with one of ``suffixes`` (lower case, e.g. ``".csv.gz"``), in any
+    case: ``RESULTS.TSV`` is a ``.tsv`` file."""
+    return Path(path).name.lower().endswith(suffixes)
+
+
 def ensure_writable_dir(path: Path) -> None:
     """Create ``path`` (and parents) or raise :class:`InputError` naming it."""
     try:

@@ -36,6 +36,7 @@ import dataclasses
 import json
 import math
 import os
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,10 @@ COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 
 OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eval_protocol", "source")
 """Optional columns carried through when present."""
+
+NA_WORDS: tuple[str, ...] = ("", "nan", "NaN", "-nan", "-NaN", "NA", "N/A", "n/a", "null", "NULL", "None", "<NA>")
+"""Missing-value words read as NaN in the numeric columns (``budget``, ``score``) of a CSV, and only there: an
+algorithm, task or run may be named ``None`` or ``NA`` (pandas' default would read such names as missing)."""
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
@@ -147,7 +152,7 @@ class ScoreTable:
     @property
     def algorithms(self) -> list[str]:
         """Algorithm names, in order of first appearance."""
-        return list(dict.fromkeys(self.frame["algorithm"]))
+        return [str(a) for a in pd.unique(self.frame["algorithm"])]
 
     @property
     def tasks(self) -> list[str]:
@@ -178,6 +183,19 @@ class ScoreTable:
         """A new table with ``frame`` (validated) and ``meta`` fields replaced by ``meta_changes``."""
         return ScoreTable.from_frame(frame, dataclasses.replace(self.meta, **meta_changes), where=self.meta.source
                                      or "scores")
+
+
+def _refuse_unicode_twins(names: pd.Series, column: str, where: str, lines) -> None:
+    """Refuse two spellings of one name that differ only in Unicode normalisation (``Café`` typed as one
+    code point or as ``e`` + combining accent): they look the same in every report but would count twice."""
+    first: dict[str, str] = {}
+    for name in names.unique():
+        key = unicodedata.normalize("NFC", name)
+        if key in first and first[key] != name:
+            raise InputError(f"{where}: {column} {name!r} at line {lines(names == name)} and {first[key]!r} at line "
+                             f"{lines(names == first[key])} differ only in Unicode normalisation (NFC / NFD); "
+                             f"write them the same way")
+        first.setdefault(key, name)
 
 
 def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int = 2,
@@ -214,6 +232,8 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
         blank = df[c].str.strip() == ""
         if blank.any():
             raise InputError(f"{where}: empty {c!r} at line {lines(blank)}")
+    for c in ("algorithm", "task"):
+        _refuse_unicode_twins(df[c], c, where, lines)
 
     budget = pd.to_numeric(df["budget"], errors="coerce")
     bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
@@ -313,14 +333,16 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
         file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
         frame, notes = _run_column(table.to_pandas(), where, run_column)
         return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=1)
-    if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
+    if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         header, n_comment = _read_csv_meta(path)
         meta_where = where
         if not header:
             header, meta_where = _read_sidecar(path), str(sidecar_path(path))
         file_meta = ScoreMeta.from_dict(header, meta_where) if header else ScoreMeta(source=where)
         ids = {c: str for c in ("algorithm", "task", "run", "seed", run_column) if c}
-        frame = _read_csv(path, where, skiprows=n_comment, dtype=ids, keep_default_na=True)
+        # pandas' NA words only in the numeric columns: an algorithm may be named "None" or "NA".
+        frame = _read_csv(path, where, skiprows=n_comment, dtype=ids, keep_default_na=False,
+                          na_values={"budget": list(NA_WORDS), "score": list(NA_WORDS)})
         frame, notes = _run_column(frame, where, run_column)
         empty = None
         if not strict and "score" in frame.columns and frame["score"].isna().any():
@@ -332,12 +354,13 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
                              f"(line {lines}); --strict refuses them")
         return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=2 + n_comment,
                                      leave_out=empty)
-    raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
+    raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet")
 
 
 def _read_csv(path: Path, where: str, **kwargs) -> pd.DataFrame:
     try:
-        return pd.read_csv(path, comment=None, sep="\t" if path.suffix == ".tsv" else ",", **kwargs)
+        tab = path.name.lower().endswith((".tsv", ".tsv.gz"))
+        return pd.read_csv(path, comment=None, sep="\t" if tab else ",", **kwargs)
     except pd.errors.EmptyDataError:
         raise InputError(f"{where}: no score rows (the file is empty)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -422,7 +445,7 @@ def _read_csv_meta(path: Path) -> tuple[dict, int]:
     meta: dict = {}
     n = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             for line in fh:
                 if not line.startswith("#"):
                     break

@@ -20,7 +20,7 @@ from pathlib import Path
 from rlaudit.errors import InputError
 from rlaudit.scores import ScoreTable, read_scores
 
-SCORE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv")
+SCORE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz")
 STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 

@@ -553,8 +553,8 @@ def test_progress_sink_sees_every_stage():
                          n_tasks=2, n_runs=3)
     rec = Recorder()
     run_audit(table, FAST, progress=rec)
-    assert [s for s, _ in rec.stages] == ["bootstrap aggregates", "probability of improvement",
-                                          "profiles and per-task intervals"]
+    assert [s for s, _ in rec.stages] == ["bootstrap aggregates", "error-controlled orderings",
+                                          "probability of improvement", "profiles and per-task intervals"]
     assert all(rec.steps[s] == total for s, total in rec.stages)
     assert dict(rec.stages)["probability of improvement"] == 3 * 2
 

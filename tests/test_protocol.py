@@ -251,12 +251,14 @@ def test_time_estimate_uses_rates_measured_here(tmp_path):
     from rlaudit.run.driver import REFERENCE_STEPS_PER_S, estimate_seconds, throughput_cache
 
     pl = plan(parse_protocol(GOOD, "p.toml"))  # 4 PPO + 4 DQN runs of 4000 steps
+    # ... each evaluated at 3 budgets x 3 episodes of at most 500 steps (CartPole-v1 and Acrobot-v1's limit)
+    steps = 4000 + 3 * 3 * 500
     seconds, source = estimate_seconds(pl.runs, workers=2)
-    assert seconds == pytest.approx(4 * 4000 / REFERENCE_STEPS_PER_S["PPO"] / 2
-                                    + 4 * 4000 / REFERENCE_STEPS_PER_S["DQN"] / 2)
+    assert seconds == pytest.approx(4 * steps / REFERENCE_STEPS_PER_S["PPO"] / 2
+                                    + 4 * steps / REFERENCE_STEPS_PER_S["DQN"] / 2)
     assert source == "reference rates, not measured on this machine"
     throughput_cache().parent.mkdir(parents=True)
     throughput_cache().write_text('{"PPO/gymnasium": 1000.0, "DQN/gymnasium": 500.0}')
     seconds, source = estimate_seconds(pl.runs, workers=2)
-    assert seconds == pytest.approx((4 * 4.0 + 4 * 8.0) / 2) and source == "measured on this machine"
-    assert estimate_seconds(pl.runs[:1], workers=2)[0] == pytest.approx(4.0)  # one run cannot be split
+    assert seconds == pytest.approx((4 * steps / 1000 + 4 * steps / 500) / 2) and source == "measured on this machine"
+    assert estimate_seconds(pl.runs[:1], workers=2)[0] == pytest.approx(steps / 1000)  # one run cannot be split

@@ -47,6 +47,14 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
 # Constructor parameters of an SB3 policy that rlaudit (SB3) fills in, not the protocol.
 POLICY_PLUMBING = frozenset({"self", "observation_space", "action_space", "lr_schedule"})
 
+# ``policy_kwargs`` tables handed to a class the policy builds: key -> (the policy parameter naming that
+# class, the class's parameters that SB3 fills in). SB3 passes the learning rate to the optimizer itself, so
+# an ``lr`` here would be given twice.
+NESTED_KWARGS: dict[str, tuple[str, frozenset[str]]] = {
+    "optimizer_kwargs": ("optimizer_class", frozenset({"self", "params", "lr"})),
+    "features_extractor_kwargs": ("features_extractor_class", frozenset({"self", "observation_space"})),
+}
+
 
 def annotated_parameters(cls: type, exclude: frozenset[str] = NOT_HYPERPARAMS
                          ) -> tuple[dict[str, inspect.Parameter], bool]:
@@ -170,6 +178,12 @@ def _check_type(name: str, p: inspect.Parameter, value: Any, where: str, owner: 
 
 
 def _check_range(name: str, value: Any, where: str, owner: str) -> None:
+    if name == "net_arch":
+        _check_net_arch(value, where, owner)
+        return
+    if name == "ent_coef" and isinstance(value, str):
+        _check_ent_coef(value, where, owner)
+        return
     rule = RANGES.get(name)
     if rule is None:
         return
@@ -179,6 +193,78 @@ def _check_range(name: str, value: Any, where: str, owner: str) -> None:
     for v in numbers:
         if not rule[1](v):
             raise InputError(f"{where}.{name}: must be {rule[0]} for {owner}, got {value!r}")
+
+
+def _check_net_arch(value: Any, where: str, owner: str) -> None:
+    """Layer sizes of ``net_arch`` (``[64, 64]`` or ``{pi = [64], vf = [64]}``) must be positive integers: torch
+    refuses a layer of -1 units, and one of 0 units trains a network that outputs constants."""
+    layers = [v for part in value.values() for v in (part if isinstance(part, list) else [part])] \
+        if isinstance(value, dict) else value if isinstance(value, list) else []
+    bad = next((v for v in layers if isinstance(v, bool) or not isinstance(v, int) or v < 1), None)
+    if bad is not None:
+        raise InputError(f"{where}.net_arch: layer sizes must be integers of at least 1 for {owner}, got {bad!r} "
+                         f"in {value!r}")
+
+
+def _check_ent_coef(value: str, where: str, owner: str) -> None:
+    """A string ``ent_coef`` (SAC, TQC, CrossQ): ``"auto"`` (learned, from 1.0), ``"auto_<initial value>"``
+    with an initial value above 0, or a number written as a string. SB3 finds out only when the model is built,
+    with ``float()`` of the part after ``_``."""
+    text = value[len("auto_"):] if value.startswith("auto_") else value
+    try:
+        number = float(text) if value != "auto" else 1.0
+    except ValueError:
+        number = math.nan
+    least_ok = 0.0 if text is value else math.ulp(0.0)  # the initial value of a learned coefficient must be > 0
+    if not (math.isfinite(number) and number >= least_ok):
+        raise InputError(f"{where}.ent_coef: {value!r} is not an entropy coefficient for {owner}; write 'auto', "
+                         f"'auto_<initial value above 0>' (e.g. 'auto_0.1') or a number of at least 0")
+
+
+def _check_nested_kwargs(name: str, value: Any, params: Mapping[str, inspect.Parameter], where: str,
+                         owner: str) -> None:
+    """Keys of ``optimizer_kwargs`` / ``features_extractor_kwargs`` against the class they are passed to (the
+    policy's default ``optimizer_class`` / ``features_extractor_class``: a protocol cannot name another)."""
+    if name not in NESTED_KWARGS or not isinstance(value, dict) or not value:
+        return
+    class_param, plumbing = NESTED_KWARGS[name]
+    target = params[class_param].default if class_param in params else None
+    if not isinstance(target, type):
+        return
+    known, closed = annotated_parameters(target, exclude=plumbing)
+    for key, v in value.items():
+        if key not in known:
+            if not closed:
+                continue
+            why = "; SB3 sets the learning rate itself (use the 'learning_rate' hyperparameter)" if key == "lr" else \
+                (f"; known keys: {', '.join(sorted(known))}" if known else "; it takes none")
+            raise InputError(f"{where}.{name}: unknown key {key!r} for {target.__name__} ({owner})"
+                             f"{did_you_mean(key, known)}{why}")
+        _check_type(key, known[key], v, f"{where}.{name}", f"{target.__name__} ({owner})")
+
+
+def check_combinations(cls: type, hp: Mapping[str, Any], where: str, owner: str) -> None:
+    """Constraints between hyperparameters that SB3 asserts only when the model is built (on every run).
+
+    Advantage normalisation (``normalize_advantage``, PPO's default) divides by the standard deviation of a
+    minibatch and of the rollout, which a single sample does not have: SB3 asserts ``batch_size > 1`` and
+    ``n_steps * n_envs > 1`` (rlaudit trains on one environment, so ``n_steps >= 2``).
+
+    Args:
+        cls: the algorithm class.
+        hp: the effective hyperparameters (class defaults, registry defaults, then the protocol's).
+        where: e.g. ``"quickstart.toml: algorithms[2].hyperparams"``.
+        owner: the algorithm's registry name, for messages.
+    """
+    params, _ = annotated_parameters(cls)
+    if "normalize_advantage" not in params or hp.get("normalize_advantage") is not True:
+        return
+    for name in ("batch_size", "n_steps"):
+        v = hp.get(name)
+        if name in params and isinstance(v, int) and not isinstance(v, bool) and v < 2:
+            raise InputError(f"{where}.{name}: must be at least 2 for {owner!r} with normalize_advantage = true "
+                             f"(normalising the advantages of a single sample gives NaN; SB3 refuses it when "
+                             f"each run starts), got {v}; or set normalize_advantage = false")
 
 
 def check_types(cls: type, hp: Mapping[str, Any], where: str, owner: str) -> None:
@@ -244,4 +330,5 @@ def check_policy_kwargs(cls: type, policy: Any, policy_kwargs: Mapping[str, Any]
                              f"{did_you_mean(name, params)}; known keys: {', '.join(sorted(params))}")
         _check_type(name, params[name], value, where, f"the {policy_cls.__name__} of {owner!r}")
         _check_range(name, value, where, f"the {policy_cls.__name__} of {owner!r}")
+        _check_nested_kwargs(name, value, params, where, f"the {policy_cls.__name__} of {owner!r}")
 

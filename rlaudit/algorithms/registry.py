@@ -180,7 +180,7 @@ class AlgorithmSpec:
                     f"{where}: unknown hyperparameter {name!r} for algorithm {self.name!r}"
                     f"{did_you_mean(name, known)}"
                 )
-        from rlaudit.algorithms.hyperparams import check_ranges, check_types
+        from rlaudit.algorithms.hyperparams import check_combinations, check_ranges, check_types
 
         check_types(cls, hp, where, self.name)
         validate = getattr(cls, "validate_hyperparams", None)
@@ -190,6 +190,7 @@ class AlgorithmSpec:
             except ValueError as exc:
                 raise InputError(f"{where}: {self.name}: {exc}") from None
         check_ranges(hp, where, self.name)
+        check_combinations(cls, {**known, **self.defaults, **hp}, where, self.name)
 
     def supports(self, action_space: Any) -> bool:
         """Whether the algorithm handles ``action_space`` (a :class:`gymnasium.spaces.Space`)."""

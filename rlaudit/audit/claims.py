@@ -128,7 +128,7 @@ def load_claims_file(path: str | os.PathLike) -> tuple[Claim, ...]:
     if not path.is_file():
         raise InputError(f"{path}: no such claims file")
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc})") from None
     except (UnicodeDecodeError, OSError) as exc:

@@ -139,7 +139,7 @@ class AuditResult:
         """Read an ``audit.json`` file."""
         path = Path(path)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(path.read_text(encoding="utf-8-sig"))
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

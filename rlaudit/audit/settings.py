@@ -23,7 +23,7 @@ FLAGS: dict[str, str] = {
     "reps_pairwise": "--reps-pairwise", "seed": "--seed", "alpha": "--alpha", "confidence": "confidence",
     "interval_method": "--ci-method", "correction": "--correction", "budgets": "--budgets",
     "normalization": "--normalize", "runs_needed_cap": "runs_needed_cap", "power": "power",
-    "min_effect": "--min-effect", "small_sample": "--small-sample",
+    "min_effect": "--min-effect", "small_sample": "--small-sample", "max_seconds": "max_seconds",
 }
 """Every setting and the command-line flag that sets it (the setting's name when there is no flag)."""
 
@@ -81,6 +81,11 @@ class AuditSettings:
     the observed difference."""
     small_sample: bool = False
     """Deprecated alias of ``interval_method = "expanded"`` (now the default); kept so old protocols load."""
+    max_seconds: float = 300.0
+    """An audit whose up-front estimate (:func:`rlaudit.audit.audit_cost`) exceeds this many seconds is refused
+    with the way out (fewer budgets, another correction) instead of running for hours; ``inf``: no limit. The
+    command line reads it from ``RLAUDIT_AUDIT_MAX_SECONDS``. Not written to ``audit.json`` (no number depends
+    on it)."""
     origins: dict = field(default_factory=dict, compare=False, repr=False)
     """Where each setting not at its default came from (``{"reps": "protocol.toml: audit.reps"}``); error
     messages name it. Flags are named by :data:`FLAGS`."""
@@ -147,7 +152,8 @@ class AuditSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise InputError(f"{w(name)}: must be an integer, got {value!r}")
-        for name in ("alpha", "gamma", "confidence", "power") + (("min_effect",) if self.min_effect is not None else ()):
+        for name in ("alpha", "gamma", "confidence", "power", "max_seconds") + (
+                ("min_effect",) if self.min_effect is not None else ()):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError(f"{w(name)}: must be a number, got {value!r}")
@@ -183,6 +189,9 @@ class AuditSettings:
             raise InputError(f"{w('seed')}: must be a non-negative integer, got {self.seed}")
         if not self.gamma > 0:
             raise InputError(f"{w('gamma')}: the optimality-gap threshold must be positive, got {self.gamma}")
+        if not self.max_seconds > 0:
+            raise InputError(f"{w('max_seconds')}: must be a number of seconds above 0 (inf: no limit), got "
+                             f"{self.max_seconds!r}")
         if self.runs_needed_cap < 2:
             raise InputError(f"{w('runs_needed_cap')}: must be at least 2, got {self.runs_needed_cap}")
         if self.min_effect is not None and not self.min_effect > 0:

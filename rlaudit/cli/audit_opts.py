@@ -3,6 +3,7 @@ the click options, and :func:`audit_from_options`, which resolves them exactly a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,6 +12,8 @@ from rlaudit.errors import InputError
 
 # Work (random draws) above which a progress bar is shown: a few seconds of bootstrap on one busy core.
 PROGRESS_THRESHOLD = 3e7
+MAX_SECONDS_VAR = "RLAUDIT_AUDIT_MAX_SECONDS"
+"""Environment variable overriding the audit's time limit (``AuditSettings.max_seconds``)."""
 
 
 def _int(value: str | None, flag: str, minimum: int | None = None) -> int | None:
@@ -56,11 +59,18 @@ def _budgets(value: str | None) -> tuple[int, ...] | None:
 class _RichProgress:
     """:class:`rlaudit.audit.Progress` on a rich progress bar (stderr)."""
 
-    def __init__(self, progress):
+    def __init__(self, progress, console):
         self._p = progress
+        self._console = console
         self._task = None
 
+    def estimate(self, cost) -> None:
+        self._console.print(f"audit: {cost.n_tests:,} tests, {cost.reps:,} replicates of {cost.n_scores:,} scores; "
+                            f"estimated at most about {max(1, round(cost.seconds / 60))} min", highlight=False)
+
     def start(self, stage: str, total: int) -> None:
+        if not self._console.is_terminal:  # no live bar in a log: one line per stage
+            self._console.print(f"audit: {stage} ({total} steps)", highlight=False)
         self._task = self._p.add_task(stage, total=total)
 
     def advance(self, n: int = 1) -> None:
@@ -111,6 +121,12 @@ def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=N
     else:
         claims = ()
 
+    limit = os.environ.get(MAX_SECONDS_VAR)
+    if limit is not None:
+        value = _float(limit, MAX_SECONDS_VAR)
+        if not value > 0:
+            raise InputError(f"{MAX_SECONDS_VAR}: must be a number of seconds above 0 (inf: no limit), got {limit!r}")
+        settings = settings.override(max_seconds=value)
     settings.check()
     if work_estimate(source.table, settings) > PROGRESS_THRESHOLD:
         from rich.console import Console
@@ -119,7 +135,7 @@ def audit_from_options(scores, fmt=None, data_dir=None, normalize=None, metric=N
         console = Console(stderr=True)
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
-            return run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar))
+            return run_audit(source.table, settings, claims, source=source, progress=_RichProgress(bar, console))
     return run_audit(source.table, settings, claims, source=source)
 
 

@@ -44,6 +44,8 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
          f"{'deterministic' if ev.deterministic else 'stochastic'}"
          + (f", epsilon {ev.epsilon}" if ev.epsilon else "")
          + (f", also every {ev.eval_every:,} steps" if ev.eval_every else ""))
+    if p.run_timeout:
+        echo(f"  run timeout: {format_duration(p.run_timeout)} per run (a run past it is stopped, recorded timed out)")
     total_steps = sum(s.total_steps for s in specs)
     n_nested = sum(1 for s in specs if s.regime_kind == "nested")
     echo(f"plan: {len(specs)} runs ({n_nested} nested, {len(specs) - n_nested} separate), "
@@ -53,7 +55,7 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
         return
     seconds, source = estimate_seconds(specs, workers)
     echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
-         f"(steps/s: {source})")
+         f"(steps/s: {source}; evaluation episodes counted at their time limit)")
     echo(f"store: {store_path}")
     _warn_if_large(specs, workers, seconds)
 
@@ -115,11 +117,14 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
 @click.option("--cpus-per-run", type=float, default=None, help="Ray: CPUs reserved per run (executor ray).")
 @click.option("--gpus-per-run", type=float, default=None, help="Ray: GPUs reserved per run (executor ray).")
 @click.option("--max-retries", type=int, default=None, help="Ray: retries of a run whose worker was lost.")
+@click.option("--run-timeout", type=float, default=None, metavar="SECONDS",
+              help="Stop a run that trains longer than this and record it timed out; the sweep goes on "
+                   "(default: the protocol's run_timeout, else none). Executor local.")
 @click.option("--runtime-env", default=None, metavar="JSON|FILE",
               help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
 @rerun_options
 def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
-        executor: str, address, cpus_per_run, gpus_per_run, max_retries, runtime_env, rerun_suite=None,
+        executor: str, address, cpus_per_run, gpus_per_run, max_retries, run_timeout, runtime_env, rerun_suite=None,
         rerun_budgets=None, rerun_seeds=None) -> None:
     """Train and evaluate PROTOCOL's runs into a resumable store.
 
@@ -148,6 +153,18 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     opts = dict(ray_opts)
     if workers is not None:
         opts["workers"] = workers
+    if run_timeout is not None:
+        from rlaudit.protocol.loader import run_timeout_value
+
+        run_timeout_value(run_timeout, "--run-timeout")
+        if executor == "ray":
+            raise InputError("--run-timeout: applies to --executor local only (the Ray executor does not stop "
+                             "runs at a wall-time limit)")
+    run_timeout = run_timeout if run_timeout is not None else p.run_timeout
+    if run_timeout is not None and executor == "ray":
+        click.echo(f"warning: {p.path}: run_timeout is not enforced by --executor ray", err=True)
+    elif run_timeout is not None:
+        opts["run_timeout"] = run_timeout
     if dry_run:
         Store.open_for_run(store_path, p, new_store=new_store, check_only=True)
         specs = plan_.select(selection)
@@ -175,6 +192,7 @@ def status(store: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from rlaudit.run.spec import is_timed_out
     from rlaudit.store import failures, store_status
 
     df = store_status(store)
@@ -184,12 +202,12 @@ def status(store: str) -> None:
     for row in df.itertuples(index=False):
         table.add_row(*(str(v) for v in row))
     if len(df):
-        totals = df[["done", "running", "interrupted", "failed", "pending", "total"]].sum()
+        totals = df[["done", "running", "interrupted", "failed", "timed_out", "pending", "total"]].sum()
         table.add_row("all", "", "", *(str(int(v)) for v in totals), end_section=True)
     console = Console(width=140)
     console.print(table)
     for run_id, last in failures(store):
-        console.print(f"failed: {run_id}: {last}", highlight=False)
+        console.print(f"{'timed out' if is_timed_out(last) else 'failed'}: {run_id}: {last}", highlight=False)
 
 
 @click.command()

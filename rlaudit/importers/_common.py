@@ -65,10 +65,11 @@ def content_sha256(path: Path, max_bytes: int | None = None) -> str:
 def decode_utf8(content: bytes, path: Path, what: str) -> str:
     """``content`` as UTF-8 text; bytes that are not UTF-8 raise :class:`InputError` naming line and byte.
 
-    Never decodes with replacement: a name rewritten to U+FFFD would silently become another name.
+    Never decodes with replacement: a name rewritten to U+FFFD would silently become another name. A leading
+    byte-order mark (UTF-8 as Windows editors save it) is dropped.
     """
     try:
-        return content.decode("utf-8")
+        return content.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = content.count(b"\n", 0, exc.start) + 1
         raise InputError(f"{path}: not a {what} in UTF-8 (line {line}, byte {exc.start} is "

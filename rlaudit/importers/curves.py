@@ -24,6 +24,7 @@ import pandas as pd
 from rlaudit.errors import InputError
 from rlaudit.importers._common import (check_options, check_record, expand, load_json, opt_budgets, opt_int, track,
                                        type_name)
+from rlaudit.io import has_suffix
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 RULES = ("last", "linear")
@@ -120,7 +121,7 @@ def import_curves(paths: list[Path], **options) -> ScoreTable:
         raise InputError(f"curves importer: option 'rule' must be one of {', '.join(RULES)}, got {rule!r}")
     max_staleness = opt_int(options, "max_staleness", None, "curves importer", minimum=0)
     budgets = opt_budgets(options, "budgets", "curves importer")
-    files = expand(paths, lambda f: f.name.endswith((".json", ".json.gz")), "curve files (.json, .json.gz)")
+    files = expand(paths, lambda f: has_suffix(f, ".json", ".json.gz"), "curve files (.json, .json.gz)")
 
     runs = []  # (where, algorithm, task, seed, xs, ys)
     seen: dict[tuple, str] = {}

@@ -173,7 +173,7 @@ def game_of(path: Path) -> str:
 
 
 def _is_data_file(path: Path) -> bool:
-    name = path.name
+    name = path.name.lower()
     return name.endswith((".json", ".json.gz")) and not name.endswith((".vg.json", ".vg.json.gz"))
 
 

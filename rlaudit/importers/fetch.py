@@ -219,7 +219,7 @@ def fetch_protocol(protocol: Path, cache: Path | None = None, mirror: str | None
 
     protocol = Path(protocol)
     try:
-        doc = tomllib.loads(protocol.read_text(encoding="utf-8"))
+        doc = tomllib.loads(protocol.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise InputError(f"{protocol}: no such file") from None
     except tomllib.TOMLDecodeError as exc:

@@ -27,6 +27,7 @@ import pandas as pd
 from rlaudit.errors import InputError
 from rlaudit.importers._common import (check_options, expand, is_count, load_json, opt_int, parse_count,
                                        strip_suffixes, type_name)
+from rlaudit.io import has_suffix
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 LAYOUTS = ("auto", "tasks", "budgets", "algorithms", "records")
@@ -66,7 +67,7 @@ def import_rliable(paths: list[Path], **options) -> ScoreTable:
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".json.gz")))
+            found = sorted(f for f in p.iterdir() if f.is_file() and has_suffix(f, ".json", ".json.gz"))
             if not found:
                 raise InputError(f"{p}: no score set files (.json) in this folder")
             files += found

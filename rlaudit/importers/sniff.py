@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import load_json
+from rlaudit.io import has_suffix
 
 TIDY_COLUMNS = {"algorithm", "task", "run", "budget", "score"}
 
@@ -33,7 +34,7 @@ def sniff(path: Path) -> str:
             csvs = sorted(f for f in files if f.name.lower().endswith(".csv"))
             if csvs and _sniff_log_table(csvs[0]):
                 kinds.add(_sniff_log_table(csvs[0]))
-        jsons = sorted(f for f in files if f.name.endswith((".json", ".json.gz")) and ".vg." not in f.name
+        jsons = sorted(f for f in files if has_suffix(f, ".json", ".json.gz") and ".vg." not in f.name.lower()
                        and not f.name.endswith(".meta.json") and not (orb and f.name == "run.json")
                        and f.name.lower() not in ("manifest.json",))
         if jsons:
@@ -52,15 +53,15 @@ def sniff(path: Path) -> str:
         return "zoo"
     if name.endswith(".parquet"):
         return _sniff_log_table(path) or "tidy"
-    if name.endswith((".csv", ".csv.gz", ".tsv")):
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         from rlaudit.importers._common import iter_content
 
         # The first chunk is enough to recognise a header; never inflate a whole file to sniff it.
         chunks = iter_content(path)
-        head = next(chunks, b"").decode("utf-8", errors="replace").splitlines()
+        head = next(chunks, b"").decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
         chunks.close()
         header = next((line for line in head if not line.startswith("#")), "")
-        cols = {c.strip().lower() for c in header.split(",")}
+        cols = {c.strip().lower() for c in header.split("\t" if name.endswith((".tsv", ".tsv.gz")) else ",")}
         if TIDY_COLUMNS <= cols:
             return "tidy"
         return _sniff_log_table(path) or "wide"

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
+import unicodedata
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
@@ -27,7 +29,7 @@ from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Ev
 from rlaudit.scores import BUDGET_MAX
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
-            "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of")
+            "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of", "run_timeout")
 RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
 TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
 ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes")
@@ -40,6 +42,9 @@ MAX_SEEDS = 1_000
 that planning stays instant (10^6 seeds took 86 s and 1.8 GB just to validate)."""
 MAX_SEED = 2**31 - 1
 """Largest seed value: seeds (plus ``evaluation.eval_seed_offset``) must fit NumPy's 32-bit seeding."""
+MAX_EVAL_EPISODES = 100_000
+"""Most episodes per evaluation: 100 times the 1,000 of the largest published evaluations (random-policy
+references), and each one is played at every evaluation point of every run."""
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -52,7 +57,7 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
     p = existing_file(path, "protocol file")
     where = str(p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{where}: not a protocol file (a protocol is TOML text; this file is binary)"
                          f"{_scores_hint(p)}") from None
@@ -95,6 +100,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
     title = _str(doc, "title", where)
     description = _str(doc, "description", where)
     citation = _str(doc, "citation", where)
+    run_timeout = run_timeout_value(doc["run_timeout"], f"{where}: run_timeout") if "run_timeout" in doc else None
 
     unit = "env_steps"
     if "budget" in doc:
@@ -158,7 +164,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
     canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
     return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
-                    description=description, citation=citation, budget_unit=unit, data=data,
+                    description=description, citation=citation, run_timeout=run_timeout, budget_unit=unit, data=data,
                     normalization=normalization, audit=audit, claims=claims, rerun=doc.get("rerun"),
                     rerun_of=doc.get("rerun_of"), **protocol_fields)
 
@@ -208,13 +214,21 @@ def _rerun_fields(doc: dict, where: str) -> dict:
             overrides[rname] = RegimeOverride(hyperparams=_dict(o, "hyperparams", oat),
                                               policy_kwargs=_dict(o, "policy_kwargs", oat) if "policy_kwargs" in o
                                               else None)
-        algorithms.append(Algorithm(name=name, label=_str(a, "label", at) or name,
+        label = _str(a, "label", at)
+        if "label" in a and not label.strip():
+            raise InputError(f"{at}.label: {label!r} is blank; a label names the algorithm in the score table "
+                             f"and reports (leave it out to use {name!r})")
+        algorithms.append(Algorithm(name=name, label=label or name,
                                     hyperparams=_dict(a, "hyperparams", at),
                                     policy_kwargs=_dict(a, "policy_kwargs", at), regimes=overrides))
-    labels = [a.label for a in algorithms]
-    dup = next((x for x in labels if labels.count(x) > 1), None)
-    if dup:
-        raise InputError(f"{where}: algorithms: label {dup!r} is used twice; give each entry its own 'label'")
+    seen_labels: dict[str, str] = {}
+    for a in algorithms:
+        key = unicodedata.normalize("NFC", a.label)  # "Café" typed and pasted (NFC / NFD) reads the same
+        if key in seen_labels:
+            same = "" if seen_labels[key] == a.label else f" (as {seen_labels[key]!r}, equal after Unicode normalisation)"
+            raise InputError(f"{where}: algorithms: label {a.label!r} is used twice{same}; give each entry its "
+                             f"own 'label'")
+        seen_labels[key] = a.label
 
     overridden = {r for a in algorithms for r in a.regimes}
     regimes = []
@@ -283,7 +297,7 @@ def _seeds(v, where: str) -> tuple[int, ...]:
 def _evaluation(d, where: str) -> Evaluation:
     d = _table(d, where)
     _keys(d, EVAL_KEYS, where, "key")
-    n = _int(d, "n_eval_episodes", where, positive=True)
+    n = _int(d, "n_eval_episodes", where, positive=True, maximum=MAX_EVAL_EPISODES)
     det = d.get("deterministic", True)
     if not isinstance(det, bool):
         raise InputError(f"{where}.deterministic: must be true or false, got {det!r}")
@@ -400,6 +414,13 @@ def _int(d: dict, key: str, where: str, required: bool = False, positive: bool =
     if v > maximum:
         raise InputError(f"{where}.{key}: must be at most {maximum:,}, got {v:,}")
     return v
+
+
+def run_timeout_value(v, where: str) -> float:
+    """A wall-time limit in seconds: a finite number above 0 (``where`` names the key or the flag)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+        raise InputError(f"{where}: must be a number of seconds above 0 (e.g. 3600 for an hour), got {v!r}")
+    return float(v)
 
 
 def _budget_value(v, where: str) -> int:

@@ -136,6 +136,10 @@ class Protocol:
     """What the comparison is and why."""
     citation: str = ""
     """The work whose comparison this reruns or imports."""
+    run_timeout: float | None = None
+    """Wall-time limit of one run in seconds (``None``: none): a run past it is stopped and recorded timed out,
+    and the sweep goes on. How the sweep is executed, not what it measures, so not part of :attr:`hash`;
+    ``rlaudit run --run-timeout`` overrides it. Added within schema version 1 (an optional key)."""
     seeds: tuple[int, ...] = ()
     """Training seeds (``seeds = 5`` means ``0..4``)."""
     budget_unit: str = "env_steps"

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rlaudit.errors import RunFailed
-from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, is_timed_out
 
 # Env steps per second of one run on one core, used by `rlaudit validate` until runs on this machine have
 # measured their own (see throughput_cache()). PPO and DQN: bare stable-baselines3 on CartPole-v1 on a quiet
@@ -74,16 +74,46 @@ def rate_of(spec: RunSpec, cache: dict[str, float]) -> float:
     return REFERENCE_STEPS_PER_S.get(spec.algorithm.name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(spec.task.suite, 1.0)
 
 
+_UNKNOWN_EPISODE_STEPS = 1_000
+"""Episode length assumed for the estimate when neither the protocol nor the environment sets a limit."""
+
+
+def episode_limit(task) -> int:
+    """Most agent steps of one episode of ``task`` (a :class:`~rlaudit.run.spec.TaskSpec`): its own limit, else
+    the registered environment's, else :data:`_UNKNOWN_EPISODE_STEPS`."""
+    if task.max_episode_steps:
+        return task.max_episode_steps
+    try:
+        import gymnasium
+
+        limit = gymnasium.spec(task.id).max_episode_steps
+    except Exception:  # an id gymnasium does not know here: the estimate falls back, nothing else depends on it
+        limit = None
+    return int(limit) if limit else _UNKNOWN_EPISODE_STEPS
+
+
+def eval_steps(spec: RunSpec, limits: dict | None = None) -> int:
+    """Env steps ``spec``'s evaluations may take at most: points x ``n_eval_episodes`` x the episode limit."""
+    limits = {} if limits is None else limits
+    if spec.task.id not in limits:
+        limits[spec.task.id] = episode_limit(spec.task)
+    n_points = len(spec.budgets) + (spec.total_steps // spec.eval.eval_every if spec.eval.eval_every else 0)
+    return n_points * spec.eval.n_eval_episodes * limits[spec.task.id]
+
+
 def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str]:
-    """Wall-time estimate for ``specs`` on ``workers`` workers, and where the rates come from."""
+    """Wall-time estimate for ``specs`` on ``workers`` workers, and where the rates come from.
+
+    Training steps count at the measured (or reference) rate; evaluations count as many steps as they can
+    take at most (every episode played to the time limit) at the same rate, so a plan whose evaluations
+    dominate is not estimated at "about 0 s".
+    """
     cache = _read_throughput()
-    total = 0.0
+    limits: dict = {}
     keys = dict.fromkeys(f"{s.algorithm.name}/{s.task.suite}" for s in specs)
-    for s in specs:
-        total += s.total_steps / rate_of(s, cache)
+    per_run = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in specs]
     n = max(1, min(workers, len(specs)))
-    longest = max((s.total_steps / rate_of(s, cache) for s in specs), default=0.0)
-    return max(total / n, longest), rate_sources(list(keys), cache)
+    return max(sum(per_run) / n, max(per_run, default=0.0)), rate_sources(list(keys), cache)
 
 
 def rate_sources(keys: Sequence[str], cache: dict[str, float]) -> str:
@@ -349,7 +379,9 @@ def _terminate(signum, frame) -> None:
 
 def print_summary(summary: Summary, console: Console, store_path) -> None:
     """The final summary: done, failed, skipped, wall time, env steps/s."""
-    parts = [f"{summary.done} done", f"{len(summary.failed)} failed", f"{summary.skipped} skipped (already done)"]
+    n_timed_out = sum(1 for _, last in summary.failed if is_timed_out(last))
+    parts = [f"{summary.done} done", f"{len(summary.failed)} failed"
+             + (f" ({n_timed_out} timed out)" if n_timed_out else ""), f"{summary.skipped} skipped (already done)"]
     if summary.interrupted:
         parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
     if summary.env_steps and summary.wall_time > 0:

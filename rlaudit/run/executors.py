@@ -10,6 +10,7 @@ Executors are named in :data:`EXECUTORS` as ``"module:attr"`` and imported only 
 from __future__ import annotations
 
 import importlib
+import math
 import multiprocessing as mp
 import os
 import queue
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, timed_out_error
 
 EXECUTORS: dict[str, str] = {
     "local": "rlaudit.run.executors:LocalExecutor",
@@ -106,19 +107,27 @@ def _progress_fn(sink: EventSink):
 class LocalExecutor:
     """A pool of worker processes on this machine (spawn context, torch threads = 1 in each).
 
-    With one worker the runs execute in the driver process itself: no second interpreter to start, so the
-    overhead over a plain stable-baselines3 script is the evaluation only.
+    With one worker and no ``run_timeout`` the runs execute in the driver process itself: no second
+    interpreter to start, so the overhead over a plain stable-baselines3 script is the evaluation only. With a
+    ``run_timeout`` every run is in a worker process, which is killed when the run passes the limit (a learner
+    stuck in native code or an endless loop cannot be interrupted any other way); the run is recorded as timed
+    out and a fresh worker takes the next run.
 
     Args:
         workers: number of worker processes (default: the cores available, capped at the number of runs).
+        run_timeout: wall-time limit of one run in seconds, from the worker's start of it (``None``: none).
     """
 
     name = "local"
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, run_timeout: float | None = None):
         if workers is not None and workers < 1:
             raise InputError(f"--workers: must be at least 1, got {workers}")
+        if run_timeout is not None and (isinstance(run_timeout, bool) or not isinstance(run_timeout, (int, float))
+                                        or not (math.isfinite(run_timeout) and run_timeout > 0)):
+            raise InputError(f"--run-timeout: must be a number of seconds above 0, got {run_timeout!r}")
         self.workers = workers
+        self.run_timeout = run_timeout
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
         """Execute ``specs``, longest first, reporting to ``sink`` as records arrive."""
@@ -126,7 +135,7 @@ class LocalExecutor:
         if not specs:
             return
         n = min(self.workers or default_workers(), len(specs))
-        if n == 1:
+        if n == 1 and self.run_timeout is None:
             self._run_inline(specs, sink)
         else:
             self._run_pool(specs, sink, n)
@@ -158,6 +167,8 @@ class LocalExecutor:
             tasks.put(None)
         procs: dict[str, mp.process.BaseProcess] = {}
         current: dict[str, str | None] = {}  # worker -> run id in progress
+        began: dict[str, float] = {}  # worker -> when its current run started (monotonic)
+        stopped: set[str] = set()  # runs whose worker was killed at the timeout: their late events are dropped
         counter = 0
 
         def spawn() -> None:
@@ -176,9 +187,12 @@ class LocalExecutor:
         def handle(ev) -> None:
             """Pass one worker event to the sink."""
             kind = ev[0]
+            if _run_of(ev) in stopped:
+                return
             if kind == "started":
                 _, run_id, worker = ev
                 current[worker] = run_id
+                began[worker] = time.monotonic()
                 sink.started(run_id, worker)
             elif kind == "record":
                 sink.record(ev[1])
@@ -196,7 +210,24 @@ class LocalExecutor:
                 remaining.discard(run_id)
                 sink.failed(run_id, error)
 
+        def check_timeouts() -> None:
+            if self.run_timeout is None:
+                return
+            now = time.monotonic()
+            for name, run_id in list(current.items()):
+                if run_id is None or now - began.get(name, now) <= self.run_timeout:
+                    continue
+                p = procs.pop(name)
+                current.pop(name)
+                p.kill()  # learn() may never return: nothing short of the process ends it
+                p.join(timeout=5)
+                stopped.add(run_id)
+                remaining.discard(run_id)
+                sink.failed(run_id, timed_out_error(run_id, self.run_timeout, name))
+                spawn()  # takes the stop marker the killed worker never read
+
         def check_workers() -> None:
+            check_timeouts()
             for name, p in list(procs.items()):
                 if p.is_alive() or p.exitcode == 0:
                     continue
@@ -246,6 +277,17 @@ class LocalExecutor:
             for q in (tasks, events):
                 q.cancel_join_thread()
                 q.close()
+
+
+def _run_of(ev: tuple) -> str:
+    """The run id a worker event is about: ``("started", run_id, worker)``, ``("record", EvalRecord)``,
+    ``("progress", run_id, steps)``, ``("finished", worker, RunResult)``, ``("failed", worker, run_id, error)``."""
+    kind = ev[0]
+    if kind == "record":
+        return ev[1].run_id
+    if kind == "finished":
+        return ev[2].run_id
+    return ev[2] if kind == "failed" else ev[1]
 
 
 def _die_with_parent() -> None:

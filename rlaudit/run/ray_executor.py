@@ -97,7 +97,7 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
         path = Path(text)
         where = f"{where} file {path}"
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except OSError as exc:
             raise InputError(f"{where}: cannot read ({exc.strerror})") from None
         if path.suffix.lower() in (".yaml", ".yml"):

@@ -10,6 +10,22 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+TIMED_OUT = "RunTimedOut"
+"""First word of the error of a run stopped at its wall-time limit (``run_timeout``): the store keeps it as a
+failed run (retried by the next ``rlaudit run``), ``rlaudit status`` counts it as timed out."""
+
+
+def timed_out_error(run_id: str, seconds: float, worker: str) -> str:
+    """The error recorded for ``run_id`` stopped after ``seconds`` on ``worker``."""
+    return (f"{TIMED_OUT}: {run_id} ran past the run timeout of {seconds:g} s; worker {worker} was stopped "
+            f"(raise run_timeout / --run-timeout if the run needs longer)")
+
+
+def is_timed_out(error: str | None) -> bool:
+    """Whether a stored run error is a timeout (:func:`timed_out_error`)."""
+    return bool(error) and error.startswith(f"{TIMED_OUT}:")
+
+
 REGIME_KINDS: tuple[str, ...] = ("nested", "separate")
 """``nested``: an anytime reading, at a smaller budget, of one run trained for the largest budget.
 ``separate``: a run trained *for* that budget (its schedules scaled to it)."""

@@ -282,7 +282,7 @@ def _read_references(path: str, where: str, base_dir: Path | None) -> dict[str, 
     if not p.is_file():
         raise InputError(f"{where}: reference file {p} not found")
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: cannot read reference file ({exc})") from None

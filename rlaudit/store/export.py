@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError
+from rlaudit.run.spec import is_timed_out
 from rlaudit.scores import ScoreMeta, ScoreTable
 from rlaudit.store.sqlite import lock_holder, open_readonly, record_checksum, schema_version
 
@@ -167,20 +168,27 @@ def _count(runs) -> str:
 def store_status(path: str | os.PathLike) -> pd.DataFrame:
     """Runs per (algorithm, task, regime) by status.
 
-    ``running`` is reported as ``interrupted`` when no driver holds the store.
+    ``running`` is reported as ``interrupted`` when no driver holds the store, and a failed run stopped at its
+    wall-time limit (:func:`~rlaudit.run.spec.is_timed_out`) as ``timed_out``.
 
     Returns:
-        Columns ``algorithm, task, regime, done, running, interrupted, failed, pending, total``.
+        Columns ``algorithm, task, regime, done, running, interrupted, failed, timed_out, pending, total``.
     """
     path = Path(path)
     con = open_readonly(path)
     try:
-        rows = con.execute("SELECT label, task, regime, status FROM runs").fetchall()
+        rows = con.execute("SELECT label, task, regime, status, error FROM runs").fetchall()
     finally:
         con.close()
     live = lock_holder(path)
-    cols = ["done", "running", "interrupted", "failed", "pending"]
-    df = pd.DataFrame([(r[0], r[1], r[2], r[3] if (r[3] != "running" or live) else "interrupted") for r in rows],
+    cols = ["done", "running", "interrupted", "failed", "timed_out", "pending"]
+
+    def shown(status: str, error: str | None) -> str:
+        if status == "running" and not live:
+            return "interrupted"
+        return "timed_out" if status == "failed" and is_timed_out(error) else status
+
+    df = pd.DataFrame([(r[0], r[1], r[2], shown(r[3], r[4])) for r in rows],
                       columns=["algorithm", "task", "regime", "status"])
     if df.empty:
         return pd.DataFrame(columns=["algorithm", "task", "regime", *cols, "total"])
