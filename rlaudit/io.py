@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rlaudit.errors import InputError, WriteFailed
@@ -26,6 +27,62 @@ def existing_file(path: str | os.PathLike, what: str) -> Path:
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a {what}")
     return path
+
+
+def csv_rows(lines: Iterable[str], sep: str = ",", first_line: int = 1,
+             comment: str | None = None) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of each record of CSV text, as pandas reads it: empty lines skipped.
+
+    Args:
+        lines: the text's lines (a file object or ``str.splitlines(keepends=True)``).
+        sep: field separator.
+        first_line: number of the first of ``lines`` in the file (after skipped comment lines).
+        comment: with ``"#"``, a field holding it ends the record there (pandas' ``comment="#"``) and a
+            record left empty is skipped.
+    """
+    reader = csv.reader(lines, delimiter=sep)
+    start = first_line
+    for fields in reader:
+        line, start = start, first_line + reader.line_num
+        if comment is not None:
+            cut = next((i for i, f in enumerate(fields) if comment in f), None)
+            if cut is not None:
+                fields = fields[:cut] + [fields[cut].split(comment, 1)[0]]
+                if fields == [""] or (cut == 0 and not fields[0].strip()):
+                    continue
+        if not fields or (len(fields) == 1 and not fields[0].strip()):
+            continue
+        yield line, fields
+
+
+def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str) -> None:
+    """Refuse a header that names a column twice, and records with more or fewer fields than the header.
+
+    pandas would read both without a word: a duplicated ``DQN`` becomes an invented ``DQN.1``, a second
+    ``score`` column is ignored, and rows that all end in a comma shift every column by one.
+
+    Args:
+        rows: ``(line number, fields)`` as :func:`csv_rows` yields them, the header first.
+        where: the file, for messages.
+
+    Raises:
+        InputError: naming the line and the column (or the number of fields).
+    """
+    header: list[str] | None = None
+    for line, fields in rows:
+        if header is None:
+            header = [f.strip() for f in fields]
+            seen: dict[str, int] = {}
+            for i, name in enumerate(header, start=1):
+                if name in seen:
+                    raise InputError(f"{where}: line {line}: column {name!r} appears twice in the header "
+                                     f"(columns {seen[name]} and {i}); give each column its own name")
+                seen[name] = i
+            continue
+        if len(fields) != len(header):
+            hint = " (the line ends in a separator?)" if len(fields) > len(header) and not fields[-1].strip() else ""
+            raise InputError(f"{where}: line {line}: {len(fields)} fields, but the header has {len(header)} "
+                             f"columns{hint}; every row needs one value per column")
 
 
 def ensure_writable_dir(path: Path) -> None:

@@ -31,6 +31,7 @@ leading comment lines ``# rlaudit.<field>: <value>``.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import math
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path, existing_file
+from rlaudit.io import atomic_path, check_csv_table, csv_rows, existing_file
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -208,6 +209,10 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
         if blank.any():
             raise InputError(f"{where}: empty {c!r} at line {lines(blank)}")
 
+    for c in ("budget", "score"):  # a timestamp would be read as its count of micro- or nanoseconds
+        if df[c].dtype.kind not in "iufO":
+            raise InputError(f"{where}: column {c!r} holds {df[c].dtype} values, expected numbers"
+                             + (" (env steps, frames or samples)" if c == "budget" else ""))
     budget = pd.to_numeric(df["budget"], errors="coerce")
     bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
     if bad.any():
@@ -296,12 +301,14 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
     if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
         header, n_comment = _read_csv_meta(path)
         file_meta = ScoreMeta.from_dict(header, where) if header else ScoreMeta(source=where)
+        sep = "\t" if path.suffix == ".tsv" else ","
         try:
-            frame = pd.read_csv(path, comment=None, skiprows=n_comment, sep="\t" if path.suffix == ".tsv" else ",",
+            _check_csv_shape(path, sep, n_comment)
+            frame = pd.read_csv(path, comment=None, skiprows=n_comment, sep=sep,
                                 dtype={"algorithm": str, "task": str, "run": str}, keep_default_na=True)
         except pd.errors.EmptyDataError:
             raise InputError(f"{where}: no score rows (the file is empty)") from None
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
             raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
         except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
             raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
@@ -330,6 +337,17 @@ def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
                 table.frame.to_csv(fh, index=False, float_format="%.17g")
         return path
     raise InputError(f"{path}: unknown output type {path.suffix!r}; expected .csv or .parquet")
+
+
+def _check_csv_shape(path: Path, sep: str, n_comment: int) -> None:
+    """Refuse duplicate header names and ragged rows before pandas reads (and silently mangles) them."""
+    import gzip
+
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        for _ in range(n_comment):
+            fh.readline()
+        check_csv_table(csv_rows(fh, sep, first_line=n_comment + 1), str(path))
 
 
 def _read_csv_meta(path: Path) -> tuple[dict, int]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import check_options, decode_utf8, opt_int, parse_count, read_bytes
+from rlaudit.io import check_csv_table, csv_rows
 from rlaudit.scores import COLUMNS, ScoreMeta, ScoreTable, read_scores
 
 ALIASES = {
@@ -68,6 +69,7 @@ def import_wide(paths: list[Path], **options) -> ScoreTable:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; the wide importer reads CSV files")
         text = decode_utf8(read_bytes(path), path, "CSV text file")
+        check_csv_table(csv_rows(io.StringIO(text), comment="#"), str(path))
         try:
             df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#")
         except pd.errors.EmptyDataError:

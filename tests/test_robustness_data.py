@@ -1,0 +1,254 @@
+"""Hostile-user probes, round 2 (issue 21, first section): inputs that used to give wrong data or lose files
+with exit status 0. Each test fails without its fix."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+
+import gymnasium
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.errors import InputError
+from rlaudit.importers import import_path
+from rlaudit.protocol import load_protocol, plan
+from rlaudit.protocol.plan import check_unique_runs, run_id
+from rlaudit.scores import read_scores
+from rlaudit.stats.normalize import parse_normalization
+from rlaudit.store import open_readonly
+
+from test_robustness import one_line_error
+from test_run import _CrashingCartPole, _Sink
+
+# ------------------------------------------------------------------------------------------- run ids
+
+COLLIDING = """
+schema_version = 1
+name = "collide"
+seeds = [0, 1]
+[regimes]
+low = 100
+"0__nested" = { budget = 200, mode = "separate" }
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+label = "X"
+[[algorithms]]
+name = "PPO"
+label = "X__1"
+"""
+
+
+def test_run_ids_of_parts_holding_the_separator_do_not_collide(tmp_path):
+    """Label ``X`` at seed 1, regime ``0__nested`` and label ``X__1`` at seed 0, nested, were one id."""
+    path = tmp_path / "c.toml"
+    path.write_text(COLLIDING)
+    runs = plan(load_protocol(path)).runs
+    ids = [r.run_id for r in runs]
+    assert len(set(ids)) == len(ids) == 8
+    by_parts = {(r.algorithm.label, r.seed, r.regime): r.run_id for r in runs}
+    assert by_parts[("X", 1, "0__nested")] != by_parts[("X__1", 0, "nested")]
+    assert by_parts[("X__1", 0, "nested")] == "CartPole-v1__X%5F%5F1__0__nested"
+    # every escaped id splits back into its four parts
+    assert all(len(i.split("__")) == 4 for i in ids)
+    assert run_id("a_", "b", 0, "r") != run_id("a", "_b", 0, "r")
+
+
+def test_ordinary_run_ids_are_unchanged_so_recorded_stores_resume():
+    """The committed stores were planned with the old ids; every id the planner makes for them still matches."""
+    for name in ("quickstart", "dqn-family-minatar"):
+        con = open_readonly(f"sweeps/{name}/store.sqlite")
+        stored = {r[0] for r in con.execute("SELECT run_id FROM runs")}
+        con.close()
+        planned = {r.run_id for r in plan(load_protocol(f"protocols/{name}.toml")).runs}
+        assert planned == stored
+    assert run_id("MinAtar/Breakout-v1", "DQN (Adam)", 3, "nested") == "MinAtar/Breakout-v1__DQN (Adam)__3__nested"
+
+
+def test_two_runs_with_one_id_are_refused_naming_both(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(COLLIDING)
+    runs = plan(load_protocol(path)).runs
+    twin = dataclasses.replace(runs[1], run_id=runs[0].run_id)
+    with pytest.raises(InputError, match=r"c\.toml: two runs would share the id 'CartPole-v1__X__0__nested' "
+                                         r"\(task 'CartPole-v1', algorithm 'X', seed 0, regime 'nested'; .*regime '0__nested'\)"):
+        check_unique_runs([runs[0], twin], str(path))
+
+
+def test_validate_and_run_of_separator_labels_keep_every_run(tmp_path):
+    """End to end: the store holds one row per planned run (it held 3 of 4 before)."""
+    path = tmp_path / "c.toml"
+    path.write_text(COLLIDING.replace("seeds = [0, 1]", "seeds = [0, 1]\n[evaluation]\nn_eval_episodes = 1")
+                    .replace('name = "PPO"\n', 'name = "PPO"\nhyperparams = { n_steps = 32, batch_size = 32, '
+                                               'n_epochs = 1 }\n'))
+    store = tmp_path / "s.sqlite"
+    r = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1",
+                                  "--only", "regime=nested,regime=0__nested"])
+    assert r.exit_code == 0, r.output
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs WHERE status='done'").fetchone() == (8, 8)
+    con.close()
+
+
+# ----------------------------------------------------------------------------------------- CSV shape
+
+@pytest.mark.parametrize("text,message", [
+    ("game,DQN,Rainbow\nPong,1,2,\nBreakout,3,4,\n",
+     r"w\.csv: line 2: 4 fields, but the header has 3 columns \(the line ends in a separator\?\)"),
+    ("game,DQN,DQN\nPong,1,2\n", r"w\.csv: line 1: column 'DQN' appears twice in the header \(columns 2 and 3\)"),
+    ("# from table 2\ngame,DQN,Rainbow\nPong,1,2\nBreakout,3\n", r"w\.csv: line 4: 2 fields, but the header has 3"),
+])
+def test_wide_refuses_ragged_rows_and_duplicate_headers(tmp_path, text, message):
+    (tmp_path / "w.csv").write_text(text)
+    with pytest.raises(InputError, match=message):
+        import_path("wide", [tmp_path / "w.csv"])
+
+
+def test_wide_comment_lines_and_inline_comments_still_read(tmp_path):
+    (tmp_path / "w.csv").write_text("# table 2\ngame,DQN,Rainbow\nPong,1,2  # rerun\n\nBreakout,3,\n")
+    f = import_path("wide", [tmp_path / "w.csv"]).frame
+    assert sorted(zip(f["algorithm"], f["task"], f["score"])) == [("DQN", "Breakout", 3.0), ("DQN", "Pong", 1.0),
+                                                                  ("Rainbow", "Pong", 2.0)]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("algorithm,task,run,budget,score,score\nPPO,C,0,1,1.0,2.0\n",
+     r"t\.csv: line 2: column 'score' appears twice in the header \(columns 5 and 6\)"),
+    ("algorithm,task,run,budget,score\nPPO,C,0,1,1.0,\nPPO,C,1,1,2.0,\n", r"t\.csv: line 3: 6 fields"),
+])
+def test_tidy_csv_refuses_duplicate_columns_and_ragged_rows(tmp_path, text, message):
+    (tmp_path / "t.csv").write_text("# rlaudit.budget_unit: \"env_steps\"\n" + text)
+    with pytest.raises(InputError, match=message):
+        read_scores(tmp_path / "t.csv")
+
+
+def test_minmax_reference_file_refuses_a_duplicate_column(tmp_path):
+    (tmp_path / "refs.csv").write_text("task,low,high,low\na,0,1,5\n")
+    with pytest.raises(InputError, match=r"refs\.csv: line 1: column 'low' appears twice"):
+        parse_normalization(f"minmax:{tmp_path / 'refs.csv'}")
+
+
+# ------------------------------------------------------------------------------------ budget overflow
+
+def test_dopamine_budget_past_int64_is_refused_not_wrapped(tmp_path):
+    recs = [{"Iteration": i, "Value": 1.0, "Agent": "DQN"} for i in (0, 1, 2 * 10**13)]
+    (tmp_path / "pong.json").write_text(json.dumps(recs))
+    with pytest.raises(InputError, match=r"pong\.json: record 3: budget 20,000,000,000,001,000,000 = \(Iteration "
+                                         r"20,000,000,000,000 \+ 1\) x 1,000,000 frames is larger than"):
+        import_path("dopamine", [tmp_path / "pong.json"])
+    recs[-1]["Iteration"] = 2 * 10**19  # past int64 before any multiplication
+    (tmp_path / "pong.json").write_text(json.dumps(recs))
+    with pytest.raises(InputError, match=r"record 3: 'Iteration' 20000000000000000000 is larger than 2\^63 - 1"):
+        import_path("dopamine", [tmp_path / "pong.json"])
+
+
+def test_budgets_options_past_int64_are_refused(tmp_path):
+    recs = [{"Iteration": i, "Value": 1.0, "Agent": "DQN"} for i in range(3)]
+    (tmp_path / "pong.json").write_text(json.dumps(recs))
+    with pytest.raises(InputError, match=r"option 'budgets': budget 10,000,000,000,000,000,000 is larger than"):
+        import_path("dopamine", [tmp_path / "pong.json"], budgets="1M,1e19")
+    recs = [{"game": "Pong", "seed": 0, "iteration": 10**13, "HNS": 0.5}]
+    (tmp_path / "der.json").write_text(json.dumps(recs))
+    with pytest.raises(InputError, match=r"der\.json: record 1: budget 10,000,000,000,001,000,000 = \(iteration"):
+        import_path("rliable", [tmp_path / "der.json"], layout="records", budget_per_iteration="1M")
+
+
+def test_a_timestamp_budget_column_is_refused(tmp_path):
+    frame = pd.DataFrame({"algorithm": ["PPO"], "task": ["C"], "run": ["0"],
+                          "budget": pd.to_datetime(["2026-01-01"]), "score": [1.0]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=r"t\.parquet: column 'budget' holds datetime64\[.*\] values, expected "
+                                         r"numbers"):
+        read_scores(tmp_path / "t.parquet")
+    frame["budget"], frame["score"] = [100], [True]
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=r"column 'score' holds bool values"):
+        read_scores(tmp_path / "t.parquet")
+
+
+# --------------------------------------------------------------------------------- minmax references
+
+@pytest.mark.parametrize("refs", ["task,low,high\nPong,10,-5\n", "task,low,high\nPong,3,3\n"])
+def test_minmax_low_above_or_equal_to_high_is_refused(tmp_path, refs):
+    (tmp_path / "refs.csv").write_text(refs)
+    with pytest.raises(InputError, match=r"refs\.csv:2: low (\(10\) is above high \(-5\)|and high are equal)"):
+        parse_normalization(f"minmax:{tmp_path / 'refs.csv'}")
+    with pytest.raises(InputError, match=r"references\.Pong: low"):
+        parse_normalization({"method": "minmax", "references": {"Pong": [10, -5] if "10" in refs else [3, 3]}})
+
+
+# ------------------------------------------------------------------------------ sys.exit in a run
+
+class _ExitingCartPole(_CrashingCartPole):
+    """Calls ``sys.exit(0)`` mid-training, as a careless plugin's ``learn()`` might."""
+
+    raises: BaseException = SystemExit(0)
+
+    def step(self, action):
+        self.n += 1
+        if self.n > 40:
+            raise self.raises
+        return self.env.step(action)
+
+
+class _InterruptingCartPole(_ExitingCartPole):
+    raises = KeyboardInterrupt()
+
+
+gymnasium.register("RlauditTest/Exit-v0", entry_point=_ExitingCartPole)
+gymnasium.register("RlauditTest/Interrupt-v0", entry_point=_InterruptingCartPole)
+
+EXITING = """
+schema_version = 1
+name = "exits"
+seeds = 1
+[regimes]
+high = 64
+[[tasks]]
+id = "{bad}"
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+hyperparams = {{ n_steps = 32, batch_size = 32, n_epochs = 1 }}
+[evaluation]
+n_eval_episodes = 1
+"""
+
+
+def test_sys_exit_from_run_code_is_a_failed_run(tmp_path):
+    """Before: ``run`` ended with exit 0, no summary, and the run left ``running``."""
+    path = tmp_path / "e.toml"
+    path.write_text(EXITING.format(bad="RlauditTest/Exit-v0"))
+    store = tmp_path / "s.sqlite"
+    r = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
+    assert r.exit_code == 1, r.output
+    assert "1 of 2 runs failed" in r.stderr
+    con = sqlite3.connect(store)
+    rows = dict(con.execute("SELECT task, status FROM runs"))
+    error, = con.execute("SELECT error FROM runs WHERE status='failed'").fetchone()
+    con.close()
+    assert rows == {"RlauditTest/Exit-v0": "failed", "CartPole-v1": "done"}
+    assert "RunExited: RlauditTest/Exit-v0__PPO__0__nested: the algorithm or environment code called sys.exit(0)" in error
+
+
+def test_keyboard_interrupt_raised_by_run_code_in_a_pool_worker_fails_that_run(tmp_path):
+    """Pool workers ignore SIGINT, so a KeyboardInterrupt there is the run's own: before, it killed the worker."""
+    from rlaudit.run.executors import LocalExecutor
+
+    path = tmp_path / "e.toml"
+    path.write_text(EXITING.format(bad="RlauditTest/Interrupt-v0"))
+    bad, good = plan(load_protocol(path)).runs
+    # "module:id" makes the spawned worker import this file, which registers the environment
+    bad = dataclasses.replace(bad, task=dataclasses.replace(bad.task, id=f"{__name__}:RlauditTest/Interrupt-v0"))
+    sink = _Sink()
+    LocalExecutor(workers=2).run([bad, good], sink)
+    failed = [e for e in sink.events if e[0] == "failed"]
+    assert [e[1] for e in failed] == [bad.run_id] and failed[0][2].rstrip().endswith("KeyboardInterrupt")
+    assert [e[1] for e in sink.events if e[0] == "finished"] == [good.run_id]
