@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import shutil
 import tempfile
@@ -11,6 +12,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rlaudit.errors import InputError, WriteFailed
+
+REPORT_MARKER = ".rlaudit-report"
+"""File written into every report folder, so that a later report may replace that folder's files."""
 
 
 def existing_file(path: str | os.PathLike, what: str) -> Path:
@@ -83,6 +87,48 @@ def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str) -> None:
             hint = " (the line ends in a separator?)" if len(fields) > len(header) and not fields[-1].strip() else ""
             raise InputError(f"{where}: line {line}: {len(fields)} fields, but the header has {len(header)} "
                              f"columns{hint}; every row needs one value per column")
+
+
+def is_audit_json(path: Path) -> bool:
+    """Whether ``path`` is an audit document written by rlaudit (a JSON object with its version keys)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and "schema_version" in doc and "rlaudit_version" in doc
+
+
+def check_output_dir(out_dir: str | os.PathLike, flag: str = "-o", force: bool = False,
+                     writes: Iterable[str] | None = None) -> Path:
+    """``out_dir`` as a path, after refusing what would overwrite or scatter a user's files.
+
+    Refused: an empty path (it would mean the current folder) and the root of the file system; unless
+    ``force``, an existing folder that holds files but no earlier rlaudit report (no :data:`REPORT_MARKER`
+    and no rlaudit ``audit.json``), or, when ``writes`` names the only files written, one of those files
+    that rlaudit did not write.
+
+    Raises:
+        InputError: naming ``flag`` and the folder (or the file).
+    """
+    if not str(out_dir).strip():
+        raise InputError(f"{flag}: empty path; give the folder to write into")
+    out = Path(out_dir)
+    resolved = out.resolve()
+    if resolved == Path(resolved.anchor):
+        raise InputError(f"{flag} {out_dir}: the root of the file system; give a folder of its own")
+    if force or not out.is_dir():
+        return out
+    if writes is not None:
+        foreign = next((out / n for n in writes if (out / n).exists() and not is_audit_json(out / n)), None)
+        if foreign is not None:
+            raise InputError(f"{flag} {out_dir}: {foreign} exists and is not an rlaudit audit.json; give another "
+                             f"folder, or add --force to overwrite it")
+        return out
+    if not any(out.iterdir()) or (out / REPORT_MARKER).is_file() or is_audit_json(out / "audit.json"):
+        return out
+    raise InputError(f"{flag} {out_dir}: the folder holds files and no earlier rlaudit report, and they could be "
+                     f"overwritten; give an empty or new folder, or add --force")
 
 
 def ensure_writable_dir(path: Path) -> None:

@@ -426,9 +426,10 @@ def test_exception_in_a_figure_leaves_no_report(audit_doc, tmp_path, monkeypatch
     old = tmp_path / "old"
     old.mkdir()
     (old / "index.html").write_text("previous report")
+    (old / ".rlaudit-report").write_text("")  # an earlier report, which a new one may replace
     with pytest.raises(RuntimeError):
         build_report(audit_doc, old)
-    assert sorted(p.name for p in old.iterdir()) == ["index.html"]
+    assert sorted(p.name for p in old.iterdir()) == [".rlaudit-report", "index.html"]
     assert (old / "index.html").read_text() == "previous report"
 
 

@@ -252,3 +252,59 @@ def test_keyboard_interrupt_raised_by_run_code_in_a_pool_worker_fails_that_run(t
     failed = [e for e in sink.events if e[0] == "failed"]
     assert [e[1] for e in failed] == [bad.run_id] and failed[0][2].rstrip().endswith("KeyboardInterrupt")
     assert [e[1] for e in sink.events if e[0] == "finished"] == [good.run_id]
+
+
+# ------------------------------------------------------------------------------- report and audit folders
+
+AUDIT_JSON = "reports/quickstart/audit.json"
+
+
+def _report(*args):
+    return CliRunner().invoke(main, ["report", AUDIT_JSON, "--format", "json", *args])
+
+
+def test_report_refuses_a_folder_of_other_files_unless_forced(tmp_path):
+    user = tmp_path / "site"
+    user.mkdir()
+    (user / "index.html").write_text("my home page")
+    line = one_line_error(_report("-o", str(user)))
+    assert "site: the folder holds files and no earlier rlaudit report" in line and "--force" in line
+    assert sorted(p.name for p in user.iterdir()) == ["index.html"]
+    assert _report("-o", str(user), "--force").exit_code == 0
+    assert (user / "index.html").read_text() == "my home page" and (user / ".rlaudit-report").is_file()
+
+
+def test_report_replaces_an_earlier_report(tmp_path):
+    out = tmp_path / "r"
+    assert _report("-o", str(out)).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == [".rlaudit-report", "audit.json"]
+    assert _report("-o", str(out)).exit_code == 0
+    (out / ".rlaudit-report").unlink()  # a report recorded before the marker existed: its audit.json says
+    assert _report("-o", str(out)).exit_code == 0
+
+
+@pytest.mark.parametrize("out,message", [("", "-o: empty path"), ("/", "-o /: the root of the file system"),
+                                         ("/tmp/../", "the root of the file system")])
+def test_report_refuses_empty_and_root_paths(out, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert message in one_line_error(CliRunner().invoke(main, ["report", f"{_repo()}/{AUDIT_JSON}", "-o", out]))
+    assert list(tmp_path.iterdir()) == []
+
+
+def _repo():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1]
+
+
+def test_audit_out_refuses_to_overwrite_a_foreign_audit_json(tmp_path):
+    (tmp_path / "audit.json").write_text('{"mine": 1}')
+    args = ["audit", "sweeps/quickstart/scores.csv", "--reps", "6000", "-q", "--out"]
+    line = one_line_error(CliRunner().invoke(main, [*args, str(tmp_path)]))
+    assert "audit.json exists and is not an rlaudit audit.json" in line
+    assert (tmp_path / "audit.json").read_text() == '{"mine": 1}'
+    assert "--out: empty path" in one_line_error(CliRunner().invoke(main, [*args, ""]))
+    r = CliRunner().invoke(main, [*args, str(tmp_path), "--force"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, [*args, str(tmp_path)])  # now rlaudit's own: replaced without --force
+    assert r.exit_code == 0, r.output
