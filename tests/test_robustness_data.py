@@ -308,3 +308,128 @@ def test_audit_out_refuses_to_overwrite_a_foreign_audit_json(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, [*args, str(tmp_path)])  # now rlaudit's own: replaced without --force
     assert r.exit_code == 0, r.output
+
+
+# ----------------------------------------------------------------------------------- store identity
+
+STORE_TOML = """
+schema_version = 1
+name = "ids"
+seeds = 1
+[regimes]
+high = 64
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "PPO"
+"""
+
+
+def _foreign_sqlite(path, app_id=0):
+    """Another application's database that happens to use rlaudit's table names (rollback journal)."""
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs (x);"
+                      "CREATE TABLE evaluations (y); CREATE TABLE protocols (z); CREATE TABLE regimes (w);"
+                      "INSERT INTO meta VALUES ('schema_version', '1');")
+    con.execute(f"PRAGMA application_id = {app_id}")
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("app_id,why", [(0, "its meta table lacks created, protocol_hash, rlaudit"),
+                                        (0x47504B47, "its application id is 0x47504b47, rlaudit's is 0x726c6175")])
+def test_another_applications_sqlite_file_is_refused_unchanged(tmp_path, app_id, why):
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML)
+    db = tmp_path / "app.db"
+    before = _foreign_sqlite(db, app_id)
+    commands = [["run", str(proto), "--store", str(db)], ["validate", str(proto), "--store", str(db)],
+                ["status", str(db)], ["export", str(db), "-o", str(tmp_path / "x.csv")],
+                ["audit", str(db), "--out", str(tmp_path)]]
+    for args in commands:
+        line = one_line_error(CliRunner().invoke(main, args))
+        assert f"app.db: an SQLite file but not an rlaudit store ({why})" in line, args
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "p.toml"]  # no -wal, -shm, x.csv, audit.json
+
+
+def test_a_new_store_carries_rlaudits_application_id_and_old_stores_are_still_read(tmp_path):
+    from rlaudit.store import Store
+    from rlaudit.store.sqlite import APPLICATION_ID
+
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML)
+    pl = plan(load_protocol(proto))
+    Store.open_for_run(tmp_path / "s.sqlite", pl.protocol).close()
+    con = sqlite3.connect(tmp_path / "s.sqlite")
+    assert con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    con.close()
+    con = open_readonly("sweeps/quickstart/store.sqlite")  # recorded before the application id: meta says
+    assert con.execute("PRAGMA application_id").fetchone()[0] == 0
+    con.close()
+
+
+def test_readers_leave_no_wal_or_shm_files(tmp_path):
+    import shutil
+
+    shutil.copy("sweeps/quickstart/store.sqlite", tmp_path / "store.sqlite")
+    for args in (["status", str(tmp_path / "store.sqlite")],
+                 ["export", str(tmp_path / "store.sqlite"), "-o", str(tmp_path / "out" / "s.csv")]):
+        assert CliRunner().invoke(main, args).exit_code == 0
+        assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["store.sqlite"], args
+    con = open_readonly(tmp_path / "store.sqlite")
+    assert (tmp_path / "store.sqlite-shm").exists()  # while open: SQLite's own
+    con.close()
+    assert not (tmp_path / "store.sqlite-shm").exists() and not (tmp_path / "store.sqlite-wal").exists()
+
+
+# ------------------------------------------------------------------------------ atomic store creation
+
+def test_a_store_appears_only_complete(tmp_path, monkeypatch):
+    """The store path appears by one link of a finished file; a driver killed before it leaves no store."""
+    import os
+
+    from rlaudit.store import Store
+    from rlaudit.store import sqlite as store_sqlite
+
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML)
+    pl = plan(load_protocol(proto))
+    path = tmp_path / "s.sqlite"
+    seen = []
+    real_link = os.link
+
+    def link(src, dst):
+        assert not path.exists()
+        con = sqlite3.connect(src)
+        seen.append((con.execute("PRAGMA application_id").fetchone()[0],
+                     con.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]))
+        con.close()
+        real_link(src, dst)
+
+    monkeypatch.setattr(store_sqlite.os, "link", link)
+    Store.open_for_run(path, pl.protocol).close()
+    assert seen == [(store_sqlite.APPLICATION_ID, 5)]
+    path.unlink()
+
+    def killed(fd):
+        raise KeyboardInterrupt  # as a SIGKILL at that moment: the complete file is not yet in place
+
+    monkeypatch.setattr(store_sqlite.os, "fsync", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Store.open_for_run(path, pl.protocol)
+    assert not path.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["p.toml"]  # the temporary file is gone too
+
+
+def test_an_empty_store_file_is_refused_with_a_hint_and_new_store_replaces_it(tmp_path):
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML)
+    store = tmp_path / "s.sqlite"
+    store.write_bytes(b"")
+    line = one_line_error(CliRunner().invoke(main, ["validate", str(proto), "--store", str(store)]))
+    assert "s.sqlite: an empty file (0 bytes), not a store" in line and "--new-store" in line
+    assert "an empty file (0 bytes)" in one_line_error(CliRunner().invoke(main, ["status", str(store)]))
+    r = CliRunner().invoke(main, ["run", str(proto), "--store", str(store), "--new-store", "--dry-run"])
+    assert r.exit_code == 0, r.output
