@@ -433,3 +433,33 @@ def test_an_empty_store_file_is_refused_with_a_hint_and_new_store_replaces_it(tm
     assert "an empty file (0 bytes)" in one_line_error(CliRunner().invoke(main, ["status", str(store)]))
     r = CliRunner().invoke(main, ["run", str(proto), "--store", str(store), "--new-store", "--dry-run"])
     assert r.exit_code == 0, r.output
+
+
+# ------------------------------------------------------------------------------------- Ray auth token
+
+PRIVATE_RAY = """
+import os, ray
+from rlaudit.run.ray_executor import RayExecutor
+ex = RayExecutor()
+ex._owns_ray = ex._connect(ray)
+assert ex._owns_ray and os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_AUTH_TOKEN"]
+assert ray.get(ray.remote(lambda: 2).remote()) == 2
+ex._shutdown(ray, ex._owns_ray)
+assert not {"RAY_AUTH_MODE", "RAY_AUTH_TOKEN"} & set(os.environ), os.environ
+print("ok")
+"""
+
+
+def test_a_private_ray_instance_leaves_no_auth_token(tmp_path):
+    """Before: ``--executor ray`` without ``--address`` wrote ``~/.ray/auth_token``, which turns token
+    authentication on for every later ``ray start --head``, whose drivers then get ``InvalidAuthToken``."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(_repo()), RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", PRIVATE_RAY], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
+    assert not (tmp_path / ".ray" / "auth_token").exists()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -161,6 +162,47 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 
 # ------------------------------------------------------------------------------------------- remote side
+AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def private_instance_token() -> dict[str, str | None] | None:
+    """Give a private Ray instance (no ``--address``) a token held in the environment only.
+
+    Ray enables token authentication for every new local instance and, when no token exists, writes a new
+    one to ``~/.ray/auth_token``; each later ``ray start --head`` finds that file and turns authentication
+    on, and drivers connecting to such a cluster by address are refused (``InvalidAuthToken``). A token in
+    ``RAY_AUTH_TOKEN`` (inherited by the instance's processes) keeps authentication on and leaves no file.
+
+    Returns:
+        The variables to put back with :func:`restore_auth_env` after ``ray.shutdown()``; ``None`` (nothing
+        changed) when the user has set authentication up: any of :data:`AUTH_VARIABLES`, or a token file.
+    """
+    if any(os.environ.get(k) for k in AUTH_VARIABLES) or (Path.home() / ".ray" / "auth_token").exists():
+        return None
+    saved = {k: os.environ.get(k) for k in AUTH_VARIABLES}
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    return saved
+
+
+def restore_auth_env(saved: dict[str, str | None] | None) -> None:
+    """Undo :func:`private_instance_token` (Ray also sets ``RAY_AUTH_MODE``), so that a later connection in
+    this process sees the user's own settings."""
+    if saved is None:
+        return
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:  # Ray caches the mode and the token; refresh both as Ray's own test helpers do
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):
+        pass
+
+
 def _worker_label() -> tuple[str, str]:
     """``(node, worker)`` labels of the current Ray worker: node ``ip/node-id[:8]``, worker adds the pid."""
     import ray
@@ -306,6 +348,7 @@ class RayExecutor:
         self.runtime_env = load_runtime_env(runtime_env)
         _import_ray()  # before the driver writes anything: a missing extra is bad input, not a failed sweep
         self._owns_ray = False  # whether this executor's ray.init made the connection (and shuts it down)
+        self._auth_env: dict[str, str | None] | None = None  # restored after a private instance shuts down
         self._checked: set[str] | None = None  # algorithms checked on the connected cluster
         self.node_counts: dict[str, Counter] = {}
         """Per node label: ``done``, ``failed`` and ``lost`` (attempts whose worker died) of the last sweep."""
@@ -330,6 +373,8 @@ class RayExecutor:
         if address is not None:
             check_reachable(address)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if address is None:
+            self._auth_env = private_instance_token()
         # ray.init replaces the SIGTERM handler with sys.exit; keep the driver's (SIGTERM stops like Ctrl-C).
         main = threading.current_thread() is threading.main_thread()
         sigterm = signal.getsignal(signal.SIGTERM) if main else None
@@ -343,7 +388,17 @@ class RayExecutor:
         finally:
             if main and sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
+            if not ray.is_initialized():
+                self._shutdown(ray, started=False)
         return True
+
+    def _shutdown(self, ray, started: bool = True) -> None:
+        """Shut down the instance this executor's ``ray.init`` started or joined, and undo its token."""
+        if started:
+            ray.shutdown()
+        self._owns_ray = False
+        restore_auth_env(self._auth_env)
+        self._auth_env = None
 
     def _check_cluster(self, ray, specs: Sequence[RunSpec]) -> list[str]:
         """Check resources and imports on every node able to take a run; return those nodes' ids.
@@ -429,9 +484,7 @@ class RayExecutor:
             self.check(specs)
             self._sweep(ray, specs, sink)
         finally:
-            if self._owns_ray:
-                ray.shutdown()
-            self._owns_ray = False
+            self._shutdown(ray, started=self._owns_ray)
             self._checked = None
         self._print_nodes(sink)
 
