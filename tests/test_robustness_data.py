@@ -17,7 +17,7 @@ from rlaudit.cli import main
 from rlaudit.errors import InputError
 from rlaudit.importers import import_path
 from rlaudit.protocol import load_protocol, plan
-from rlaudit.protocol.plan import check_unique_runs, run_id
+from rlaudit.protocol.plan import run_id
 from rlaudit.scores import read_scores
 from rlaudit.stats.normalize import parse_normalization
 from rlaudit.store import open_readonly
@@ -72,6 +72,8 @@ def test_ordinary_run_ids_are_unchanged_so_recorded_stores_resume():
 
 
 def test_two_runs_with_one_id_are_refused_naming_both(tmp_path):
+    from rlaudit.protocol.plan import check_unique_runs
+
     path = tmp_path / "c.toml"
     path.write_text(COLLIDING)
     runs = plan(load_protocol(path)).runs
@@ -283,12 +285,22 @@ def test_report_replaces_an_earlier_report(tmp_path):
     assert _report("-o", str(out)).exit_code == 0
 
 
-@pytest.mark.parametrize("out,message", [("", "-o: empty path"), ("/", "-o /: the root of the file system"),
-                                         ("/tmp/../", "the root of the file system")])
-def test_report_refuses_empty_and_root_paths(out, message, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert message in one_line_error(CliRunner().invoke(main, ["report", f"{_repo()}/{AUDIT_JSON}", "-o", out]))
+def test_report_refuses_an_empty_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # "" would have meant this folder
+    line = one_line_error(CliRunner().invoke(main, ["report", f"{_repo()}/{AUDIT_JSON}", "--format", "json", "-o", ""]))
+    assert "-o: empty path" in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["/", "/tmp/../"])
+def test_the_file_system_root_is_refused_as_an_output_folder(out):
+    """Checked on the function the commands call first, so that a regression cannot write into ``/``."""
+    from rlaudit.io import check_output_dir
+
+    with pytest.raises(InputError, match=r"^-o /(tmp/\.\./)?: the root of the file system; give a folder of its own$"):
+        check_output_dir(out)
+    with pytest.raises(InputError, match="the root of the file system"):
+        check_output_dir(out, "--out", force=True, writes=("audit.json",))
 
 
 def _repo():
@@ -297,13 +309,16 @@ def _repo():
     return Path(__file__).resolve().parents[1]
 
 
-def test_audit_out_refuses_to_overwrite_a_foreign_audit_json(tmp_path):
+def test_audit_out_refuses_to_overwrite_a_foreign_audit_json(tmp_path, monkeypatch):
     (tmp_path / "audit.json").write_text('{"mine": 1}')
-    args = ["audit", "sweeps/quickstart/scores.csv", "--reps", "6000", "-q", "--out"]
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # where --out "" would have written
+    args = ["audit", f"{_repo()}/sweeps/quickstart/scores.csv", "--reps", "6000", "-q", "--out"]
     line = one_line_error(CliRunner().invoke(main, [*args, str(tmp_path)]))
     assert "audit.json exists and is not an rlaudit audit.json" in line
     assert (tmp_path / "audit.json").read_text() == '{"mine": 1}'
     assert "--out: empty path" in one_line_error(CliRunner().invoke(main, [*args, ""]))
+    assert list((tmp_path / "cwd").iterdir()) == []
     r = CliRunner().invoke(main, [*args, str(tmp_path), "--force"])
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, [*args, str(tmp_path)])  # now rlaudit's own: replaced without --force
