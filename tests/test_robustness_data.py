@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import sys
 
 import gymnasium
 import numpy as np
@@ -23,6 +24,7 @@ from rlaudit.stats.normalize import parse_normalization
 from rlaudit.store import open_readonly
 
 from test_robustness import one_line_error
+from test_algorithms import clean_registry  # noqa: F401 - a fixture
 from test_run import _CrashingCartPole, _Sink
 
 # ------------------------------------------------------------------------------------------- run ids
@@ -205,6 +207,7 @@ class _InterruptingCartPole(_ExitingCartPole):
 
 gymnasium.register("RlauditTest/Exit-v0", entry_point=_ExitingCartPole)
 gymnasium.register("RlauditTest/Interrupt-v0", entry_point=_InterruptingCartPole)
+gymnasium.register("RlauditTest/ExitOnMake-v0", entry_point=lambda **kw: sys.exit(0))
 
 EXITING = """
 schema_version = 1
@@ -478,3 +481,21 @@ def test_a_private_ray_instance_leaves_no_auth_token(tmp_path):
     proc = subprocess.run([sys.executable, "-c", PRIVATE_RAY], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
     assert not (tmp_path / ".ray" / "auth_token").exists()
+
+
+def test_a_plugin_module_calling_sys_exit_on_import_is_one_line(clean_registry, tmp_path, monkeypatch):
+    """Before: ``validate`` of a protocol naming it ended with exit status 0 and printed nothing."""
+    (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    clean_registry.register("Exiting", "exiting_plugin:Learner", source="plugin exiting (test)")
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML.replace('name = "PPO"', 'name = "Exiting"'))
+    line = one_line_error(CliRunner().invoke(main, ["validate", str(proto), "--store", str(tmp_path / "s.sqlite")]))
+    assert "algorithm 'Exiting' from plugin exiting (test): cannot import 'exiting_plugin:Learner': SystemExit: 0" in line
+
+
+def test_an_environment_exiting_while_validate_builds_it_is_one_line(tmp_path):
+    proto = tmp_path / "p.toml"
+    proto.write_text(STORE_TOML.replace('id = "CartPole-v1"', 'id = "RlauditTest/ExitOnMake-v0"'))
+    line = one_line_error(CliRunner().invoke(main, ["validate", str(proto), "--store", str(tmp_path / "s.sqlite")]))
+    assert "tasks[0]: cannot build 'RlauditTest/ExitOnMake-v0' with kwargs {}: SystemExit: 0" in line
