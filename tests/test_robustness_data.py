@@ -268,24 +268,34 @@ def _report(*args):
     return CliRunner().invoke(main, ["report", AUDIT_JSON, "--format", "json", *args])
 
 
-def test_report_refuses_a_folder_of_other_files_unless_forced(tmp_path):
+@pytest.mark.parametrize("name,content,message", [
+    ("index.html", "my home page", "index.html there was not written by rlaudit and would be overwritten"),
+    ("notes.txt", "mine", "the folder holds files and no earlier rlaudit report"),
+])
+def test_report_refuses_a_folder_of_other_files_unless_forced(tmp_path, name, content, message):
     user = tmp_path / "site"
     user.mkdir()
-    (user / "index.html").write_text("my home page")
+    (user / name).write_text(content)
     line = one_line_error(_report("-o", str(user)))
-    assert "site: the folder holds files and no earlier rlaudit report" in line and "--force" in line
-    assert sorted(p.name for p in user.iterdir()) == ["index.html"]
+    assert f"site: {message}" in line and "--force" in line
+    assert sorted(p.name for p in user.iterdir()) == [name]
     assert _report("-o", str(user), "--force").exit_code == 0
-    assert (user / "index.html").read_text() == "my home page" and (user / ".rlaudit-report").is_file()
+    assert (user / name).read_text() == content and (user / "audit.json").is_file()
 
 
-def test_report_replaces_an_earlier_report(tmp_path):
+def test_report_replaces_an_earlier_report_recognised_by_any_of_its_files(tmp_path):
+    from rlaudit.io import check_output_dir
+    from rlaudit.report import OUTPUT_FILES
+
     out = tmp_path / "r"
     assert _report("-o", str(out)).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [".rlaudit-report", "audit.json"]
     assert _report("-o", str(out)).exit_code == 0
-    (out / ".rlaudit-report").unlink()  # a report recorded before the marker existed: its audit.json says
-    assert _report("-o", str(out)).exit_code == 0
+    assert (out / "notes.txt").write_text("kept") and _report("-o", str(out)).exit_code == 0
+    for name in ("index.html", "report.md", "tables.tex"):  # every committed report is recognised by each file
+        only = tmp_path / name
+        only.mkdir()
+        (only / name).write_bytes((_repo() / "reports/quickstart" / name).read_bytes())
+        check_output_dir(only, OUTPUT_FILES.values())
 
 
 def test_report_refuses_an_empty_path(tmp_path, monkeypatch):
@@ -301,9 +311,9 @@ def test_the_file_system_root_is_refused_as_an_output_folder(out):
     from rlaudit.io import check_output_dir
 
     with pytest.raises(InputError, match=r"^-o /(tmp/\.\./)?: the root of the file system; give a folder of its own$"):
-        check_output_dir(out)
+        check_output_dir(out, ("audit.json",))
     with pytest.raises(InputError, match="the root of the file system"):
-        check_output_dir(out, "--out", force=True, writes=("audit.json",))
+        check_output_dir(out, ("audit.json",), "--out", force=True, folder=False)
 
 
 def _repo():
@@ -318,7 +328,7 @@ def test_audit_out_refuses_to_overwrite_a_foreign_audit_json(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path / "cwd")  # where --out "" would have written
     args = ["audit", f"{_repo()}/sweeps/quickstart/scores.csv", "--reps", "6000", "-q", "--out"]
     line = one_line_error(CliRunner().invoke(main, [*args, str(tmp_path)]))
-    assert "audit.json exists and is not an rlaudit audit.json" in line
+    assert "audit.json there was not written by rlaudit and would be overwritten" in line
     assert (tmp_path / "audit.json").read_text() == '{"mine": 1}'
     assert "--out: empty path" in one_line_error(CliRunner().invoke(main, [*args, ""]))
     assert list((tmp_path / "cwd").iterdir()) == []

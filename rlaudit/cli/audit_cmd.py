@@ -27,7 +27,7 @@ def audit(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, 
     from rlaudit.audit.summary import render_summary
     from rlaudit.io import check_output_dir
 
-    out = check_output_dir(out_dir, "--out", force=force, writes=("audit.json",))
+    out = check_output_dir(out_dir, ("audit.json",), "--out", force=force, folder=False)
 
     result = audit_from_options(scores, fmt, data_dir, normalize, metric, budgets, claims_file, reps, reps_pairwise,
                                 seed, alpha, gamma, ci_method, correction, small_sample, min_effect)

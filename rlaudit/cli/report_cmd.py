@@ -58,10 +58,10 @@ def report(source, out_dir, formats, title, force, fmt, data_dir, normalize, met
     SOURCE is an audit.json (rendered as is; audit options are then refused) or anything `rlaudit audit`
     reads: a tidy score file, a store, a protocol or a published-format path, which is audited first with
     the audit options. Nothing is written to DIR when any step fails (exit status 2 on bad input)."""
-    from rlaudit.report import build_report, check_output_dir, parse_formats
+    from rlaudit.report import OUTPUT_FILES, build_report, check_output_dir, parse_formats
 
     formats = parse_formats(formats)
-    check_output_dir(out_dir, force=force)  # before the audit, which may take minutes
+    check_output_dir(out_dir, OUTPUT_FILES.values(), force=force)  # before the audit, which may take minutes
     path = Path(source)
     audit_opts = {"--from": fmt, "--data": data_dir, "--normalize": normalize, "--metric": metric,
                   "--budgets": budgets, "--claims": claims_file, "--reps": reps, "--reps-pairwise": reps_pairwise,

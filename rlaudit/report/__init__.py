@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rlaudit.errors import InputError
-from rlaudit.io import REPORT_MARKER, atomic_dir, check_output_dir
+from rlaudit.io import atomic_dir, check_output_dir
 from rlaudit.report.model import Report, build_model, format_budget
 from rlaudit.report.render import FORMATS, OUTPUT_FILES
 
@@ -73,13 +73,11 @@ def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterabl
 
     formats = parse_formats(formats)
     report = build_model(audit, title=title, where=where)
-    out = check_output_dir(out_dir, force=force)
+    out = check_output_dir(out_dir, OUTPUT_FILES.values(), force=force)
     created = not out.exists()
     try:
         with atomic_dir(out) as stage:
             written = write_report(report, stage, formats, progress=progress)
-            (stage / REPORT_MARKER).write_text("written by rlaudit report; a later report may replace the files "
-                                               "of this folder\n", encoding="utf-8")
     except BaseException:
         if created and out.is_dir():
             shutil.rmtree(out, ignore_errors=True)
