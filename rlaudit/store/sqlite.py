@@ -79,7 +79,7 @@ CREATE TABLE regimes (
     run_regime TEXT NOT NULL        -- regime part of the ids of the runs that serve this budget
 );
 CREATE TABLE runs (
-    run_id      TEXT PRIMARY KEY,   -- task__label__seed__regime
+    run_id      TEXT PRIMARY KEY,   -- task__label__seed__regime (rlaudit.protocol.plan.run_id)
     task        TEXT NOT NULL,
     algorithm   TEXT NOT NULL,      -- registry name
     label       TEXT NOT NULL,      -- name in the score table
