@@ -56,10 +56,21 @@ def test_run_ids_of_parts_holding_the_separator_do_not_collide(tmp_path):
     assert len(set(ids)) == len(ids) == 8
     by_parts = {(r.algorithm.label, r.seed, r.regime): r.run_id for r in runs}
     assert by_parts[("X", 1, "0__nested")] != by_parts[("X__1", 0, "nested")]
-    assert by_parts[("X__1", 0, "nested")] == "CartPole-v1__X%5F%5F1__0__nested"
+    assert by_parts[("X__1", 0, "nested")] == "CartPole-v1___X%5F%5F1__0__nested"
+    assert by_parts[("X", 1, "0__nested")] == "CartPole-v1__X__1___0%5F%5Fnested"
     # every escaped id splits back into its four parts
     assert all(len(i.split("__")) == 4 for i in ids)
     assert run_id("a_", "b", 0, "r") != run_id("a", "_b", 0, "r")
+
+
+def test_distinct_runs_never_share_an_id():
+    """Every task, label and regime of up to three of the tokens ``_``, ``a``, ``%5F``: the plain ``__`` join
+    collides many times over (``a_`` + ``b`` against ``a`` + ``_b``); the escaped ids never."""
+    import itertools
+
+    parts = ["".join(p) for n in range(4) for p in itertools.product(["_", "a", "%5F"], repeat=n)]
+    ids = [run_id(t, lab, seed, reg) for t, lab, reg in itertools.product(parts, repeat=3) for seed in (0, 1)]
+    assert len(set(ids)) == len(ids) == len(parts) ** 3 * 2
 
 
 def test_ordinary_run_ids_are_unchanged_so_recorded_stores_resume():
@@ -71,6 +82,7 @@ def test_ordinary_run_ids_are_unchanged_so_recorded_stores_resume():
         planned = {r.run_id for r in plan(load_protocol(f"protocols/{name}.toml")).runs}
         assert planned == stored
     assert run_id("MinAtar/Breakout-v1", "DQN (Adam)", 3, "nested") == "MinAtar/Breakout-v1__DQN (Adam)__3__nested"
+    assert run_id("T", "50%_run", 0, "low_1") == "T__50%_run__0__low_1"  # '%' and single '_' kept as they were
 
 
 def test_two_runs_with_one_id_are_refused_naming_both(tmp_path):

@@ -86,14 +86,15 @@ RUN_ID_SEPARATOR = "__"
 def _id_part(text: str) -> str:
     """``text`` as one part of a run id: unchanged unless it could be mistaken for a separator.
 
-    A part holding ``__``, starting or ending with ``_``, or holding ``%`` is percent-escaped (``_`` as ``%5F``,
-    ``%`` as ``%25``), so that the parts of every id are exactly what lies between its ``__``: ids of
-    different runs never collide (label ``X`` with regime ``1__nested`` against label ``X__1`` with regime
-    ``nested``). Ordinary parts, which every recorded store holds, keep their ids byte for byte.
+    A part holding ``__`` or starting or ending with ``_`` is written as ``_`` followed by the part with
+    ``%`` as ``%25`` and ``_`` as ``%5F``. Unchanged parts never start with ``_`` and escaped ones hold no
+    other ``_``, so every ``__`` of an id is a separator and the parts of different runs never give one id
+    (label ``X`` with regime ``0__nested`` against label ``X__1`` with regime ``nested``). Every other part,
+    ``%`` included, is kept byte for byte, so recorded stores keep their ids.
     """
-    if "__" not in text and not text.startswith("_") and not text.endswith("_") and "%" not in text:
+    if "__" not in text and not text.startswith("_") and not text.endswith("_"):
         return text
-    return text.replace("%", "%25").replace("_", "%5F")
+    return "_" + text.replace("%", "%25").replace("_", "%5F")
 
 
 def run_id(task: str, label: str, seed: int, regime: str) -> str:
