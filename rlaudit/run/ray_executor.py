@@ -161,7 +161,6 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
                          f"{hint}")
 
 
-# ------------------------------------------------------------------------------------------- remote side
 AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
 
@@ -203,6 +202,7 @@ def restore_auth_env(saved: dict[str, str | None] | None) -> None:
         pass
 
 
+# ------------------------------------------------------------------------------------------- remote side
 def _worker_label() -> tuple[str, str]:
     """``(node, worker)`` labels of the current Ray worker: node ``ip/node-id[:8]``, worker adds the pid."""
     import ray
