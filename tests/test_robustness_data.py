@@ -484,15 +484,19 @@ ex = RayExecutor()
 ex._owns_ray = ex._connect(ray)
 assert ex._owns_ray and os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_AUTH_TOKEN"]
 assert ray.get(ray.remote(lambda: 2).remote()) == 2
+session = ray._private.worker._global_node.get_session_dir_path()
+assert os.path.isdir(session)
 ex._shutdown(ray, ex._owns_ray)
+assert not os.path.exists(session), session
 assert not {"RAY_AUTH_MODE", "RAY_AUTH_TOKEN"} & set(os.environ), os.environ
 print("ok")
 """
 
 
-def test_a_private_ray_instance_leaves_no_auth_token(tmp_path):
+def test_a_private_ray_instance_leaves_no_auth_token_and_no_session_files(tmp_path):
     """Before: ``--executor ray`` without ``--address`` wrote ``~/.ray/auth_token``, which turns token
-    authentication on for every later ``ray start --head``, whose drivers then get ``InvalidAuthToken``."""
+    authentication on for every later ``ray start --head``, whose drivers then get ``InvalidAuthToken``; and
+    it left its session folder (logs, sockets) under ``/tmp/ray``."""
     import os
     import subprocess
     import sys

@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 import traceback
 import uuid
@@ -349,6 +351,7 @@ class RayExecutor:
         _import_ray()  # before the driver writes anything: a missing extra is bad input, not a failed sweep
         self._owns_ray = False  # whether this executor's ray.init made the connection (and shuts it down)
         self._auth_env: dict[str, str | None] | None = None  # restored after a private instance shuts down
+        self._temp_dir: str | None = None  # a private instance's session files, removed after it shuts down
         self._checked: set[str] | None = None  # algorithms checked on the connected cluster
         self.node_counts: dict[str, Counter] = {}
         """Per node label: ``done``, ``failed`` and ``lost`` (attempts whose worker died) of the last sweep."""
@@ -373,14 +376,17 @@ class RayExecutor:
         if address is not None:
             check_reachable(address)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        if address is None:
+        private = {}
+        if address is None:  # a private instance: its token and its session files go when it does
             self._auth_env = private_instance_token()
+            self._temp_dir = tempfile.mkdtemp(prefix="rlaudit-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            private = {"_temp_dir": self._temp_dir}  # under /tmp: Ray's socket paths must stay short
         # ray.init replaces the SIGTERM handler with sys.exit; keep the driver's (SIGTERM stops like Ctrl-C).
         main = threading.current_thread() is threading.main_thread()
         sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(address=address, runtime_env=self.runtime_env, log_to_driver=False,
-                     logging_level="ERROR", configure_logging=True)
+                     logging_level="ERROR", configure_logging=True, **private)
         except ConnectionError as exc:
             raise InputError(f"--address {address}: {exc}") from None
         except ValueError as exc:  # a malformed runtime_env
@@ -393,12 +399,16 @@ class RayExecutor:
         return True
 
     def _shutdown(self, ray, started: bool = True) -> None:
-        """Shut down the instance this executor's ``ray.init`` started or joined, and undo its token."""
+        """Shut down the instance this executor's ``ray.init`` started or joined; a private instance's token and
+        session files go with it."""
         if started:
             ray.shutdown()
         self._owns_ray = False
         restore_auth_env(self._auth_env)
         self._auth_env = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
     def _check_cluster(self, ray, specs: Sequence[RunSpec]) -> list[str]:
         """Check resources and imports on every node able to take a run; return those nodes' ids.
