@@ -61,7 +61,7 @@ def csv_rows(lines: Iterable[str], sep: str = ",", first_line: int = 1,
         yield line, fields
 
 
-def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str) -> None:
+def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str, named: bool = False) -> None:
     """Refuse a header that names a column twice, and records with more or fewer fields than the header.
 
     pandas would read both without a word: a duplicated ``DQN`` becomes an invented ``DQN.1``, a second
@@ -70,6 +70,8 @@ def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str) -> None:
     Args:
         rows: ``(line number, fields)`` as :func:`csv_rows` yields them, the header first.
         where: the file, for messages.
+        named: also refuse a header cell without a name (pandas would invent ``Unnamed: 3``; in a wide table
+            that is a made-up algorithm, often from a header that ends in a comma).
 
     Raises:
         InputError: naming the line and the column (or the number of fields).
@@ -80,6 +82,9 @@ def check_csv_table(rows: Iterable[tuple[int, list[str]]], where: str) -> None:
             header = [f.strip() for f in fields]
             seen: dict[str, int] = {}
             for i, name in enumerate(header, start=1):
+                if named and not name:
+                    raise InputError(f"{where}: line {line}: column {i} of the header has no name"
+                                     + (" (the header ends in a separator?)" if i == len(header) else ""))
                 if name in seen:
                     raise InputError(f"{where}: line {line}: column {name!r} appears twice in the header "
                                      f"(columns {seen[name]} and {i}); give each column its own name")

@@ -119,6 +119,8 @@ def test_validate_and_run_of_separator_labels_keep_every_run(tmp_path):
      r"w\.csv: line 2: 4 fields, but the header has 3 columns \(the line ends in a separator\?\)"),
     ("game,DQN,DQN\nPong,1,2\n", r"w\.csv: line 1: column 'DQN' appears twice in the header \(columns 2 and 3\)"),
     ("# from table 2\ngame,DQN,Rainbow\nPong,1,2\nBreakout,3\n", r"w\.csv: line 4: 2 fields, but the header has 3"),
+    ("game,DQN,Rainbow,\nPong,1,2,\n", r"w\.csv: line 1: column 4 of the header has no name \(the header ends in a"),
+    ("game,,Rainbow\nPong,1,2\n", r"w\.csv: line 1: column 2 of the header has no name$"),
 ])
 def test_wide_refuses_ragged_rows_and_duplicate_headers(tmp_path, text, message):
     (tmp_path / "w.csv").write_text(text)

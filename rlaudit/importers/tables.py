@@ -69,7 +69,7 @@ def import_wide(paths: list[Path], **options) -> ScoreTable:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; the wide importer reads CSV files")
         text = decode_utf8(read_bytes(path), path, "CSV text file")
-        check_csv_table(csv_rows(io.StringIO(text), comment="#"), str(path))
+        check_csv_table(csv_rows(io.StringIO(text), comment="#"), str(path), named=True)
         try:
             df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#")
         except pd.errors.EmptyDataError:
