@@ -93,7 +93,8 @@ def test_two_runs_with_one_id_are_refused_naming_both(tmp_path):
     runs = plan(load_protocol(path)).runs
     twin = dataclasses.replace(runs[1], run_id=runs[0].run_id)
     with pytest.raises(InputError, match=r"c\.toml: two runs would share the id 'CartPole-v1__X__0__nested' "
-                                         r"\(task 'CartPole-v1', algorithm 'X', seed 0, regime 'nested'; .*regime '0__nested'\)"):
+                                         r"\(task 'CartPole-v1', algorithm 'X', seed 0, regime 'nested'; "
+                                         r".*regime '0__nested'\)"):
         check_unique_runs([runs[0], twin], str(path))
 
 
@@ -254,7 +255,8 @@ def test_sys_exit_from_run_code_is_a_failed_run(tmp_path):
     error, = con.execute("SELECT error FROM runs WHERE status='failed'").fetchone()
     con.close()
     assert rows == {"RlauditTest/Exit-v0": "failed", "CartPole-v1": "done"}
-    assert "RunExited: RlauditTest/Exit-v0__PPO__0__nested: the algorithm or environment code called sys.exit(0)" in error
+    assert ("RunExited: RlauditTest/Exit-v0__PPO__0__nested: the algorithm or environment code called sys.exit(0)"
+            in error)
 
 
 def test_keyboard_interrupt_raised_by_run_code_in_a_pool_worker_fails_that_run(tmp_path):
@@ -519,7 +521,8 @@ def test_a_plugin_module_calling_sys_exit_on_import_is_one_line(clean_registry, 
     proto = tmp_path / "p.toml"
     proto.write_text(STORE_TOML.replace('name = "PPO"', 'name = "Exiting"'))
     line = one_line_error(CliRunner().invoke(main, ["validate", str(proto), "--store", str(tmp_path / "s.sqlite")]))
-    assert "algorithm 'Exiting' from plugin exiting (test): cannot import 'exiting_plugin:Learner': SystemExit: 0" in line
+    assert ("algorithm 'Exiting' from plugin exiting (test): cannot import 'exiting_plugin:Learner': SystemExit: 0"
+            in line)
 
 
 def test_an_environment_exiting_while_validate_builds_it_is_one_line(tmp_path):

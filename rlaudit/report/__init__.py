@@ -66,8 +66,8 @@ def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterabl
 
     Raises:
         InputError: when the audit document cannot be read, a format is unknown, or ``out_dir`` cannot be
-            written or is refused by :func:`check_output_dir`. Nothing is left in ``out_dir`` when any step fails (a directory created for the report
-            is removed again).
+            written or is refused by :func:`check_output_dir`. Nothing is left in ``out_dir`` when any step
+            fails (a directory created for the report is removed again).
     """
     from rlaudit.report.render import write_report
 
