@@ -530,3 +530,24 @@ def test_an_environment_exiting_while_validate_builds_it_is_one_line(tmp_path):
     proto.write_text(STORE_TOML.replace('id = "CartPole-v1"', 'id = "RlauditTest/ExitOnMake-v0"'))
     line = one_line_error(CliRunner().invoke(main, ["validate", str(proto), "--store", str(tmp_path / "s.sqlite")]))
     assert "tasks[0]: cannot build 'RlauditTest/ExitOnMake-v0' with kwargs {}: SystemExit: 0" in line
+
+
+def test_a_cluster_refusing_the_token_is_explained_in_one_line(monkeypatch):
+    """What a driver met after an earlier private instance wrote ``~/.ray/auth_token``: Ray's message alone
+    does not say why the cluster wants a token."""
+    ray = pytest.importorskip("ray")
+    from ray.exceptions import AuthenticationError
+
+    from rlaudit.run import ray_executor
+
+    def refuse(**kwargs):
+        raise AuthenticationError("Invalid or missing authentication token")
+
+    monkeypatch.setattr(ray_executor, "check_reachable", lambda address: None)  # no cluster to answer here
+    monkeypatch.setattr(ray, "init", refuse)
+    ex = ray_executor.RayExecutor(address="127.0.0.1:6390")
+    with pytest.raises(InputError, match=r"^--address 127\.0\.0\.1:6390: the cluster refused this driver's "
+                                         r"authentication token \(Invalid or missing authentication token\); "
+                                         r"'ray start --head' requires a token whenever ~/\.ray/auth_token "
+                                         r"exists .*RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH.*RAY_AUTH_MODE=disabled$"):
+        ex._connect(ray)

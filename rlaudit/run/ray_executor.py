@@ -204,6 +204,24 @@ def restore_auth_env(saved: dict[str, str | None] | None) -> None:
         pass
 
 
+def auth_refusal(exc: BaseException, address: str | None) -> InputError | None:
+    """The one-line error for a cluster that refused this driver's authentication token; ``None`` otherwise.
+
+    Ray's own message does not say why a cluster wants a token: ``ray start --head`` turns token
+    authentication on whenever ``~/.ray/auth_token`` exists on its machine, which any earlier local Ray
+    instance (an older rlaudit's private one, a notebook's ``ray.init()``) may have written.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if not any(k in text for k in ("AuthenticationError", "InvalidAuthToken", "authentication token")):
+        return None
+    why = (getattr(exc, "message", None) or _first_line(exc)).strip().rstrip(".")
+    return InputError(f"--address {address or '(private instance)'}: the cluster refused this driver's "
+                      f"authentication token ({why}); 'ray start --head' requires a token whenever "
+                      f"~/.ray/auth_token exists on the head's machine (written by any earlier local Ray): give "
+                      f"the driver that token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH), or restart the cluster "
+                      f"with RAY_AUTH_MODE=disabled")
+
+
 # ------------------------------------------------------------------------------------------- remote side
 def _worker_label() -> tuple[str, str]:
     """``(node, worker)`` labels of the current Ray worker: node ``ip/node-id[:8]``, worker adds the pid."""
@@ -387,10 +405,15 @@ class RayExecutor:
         try:
             ray.init(address=address, runtime_env=self.runtime_env, log_to_driver=False,
                      logging_level="ERROR", configure_logging=True, **private)
-        except ConnectionError as exc:
-            raise InputError(f"--address {address}: {exc}") from None
-        except ValueError as exc:  # a malformed runtime_env
-            raise InputError(f"runtime_env: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - each kind gets its own line below
+            refused = auth_refusal(exc, address)
+            if refused is not None:
+                raise refused from None
+            if isinstance(exc, ConnectionError):
+                raise InputError(f"--address {address}: {exc}") from None
+            if isinstance(exc, ValueError):  # a malformed runtime_env
+                raise InputError(f"runtime_env: {exc}") from None
+            raise
         finally:
             if main and sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
