@@ -32,6 +32,7 @@ before the sidecar keep ``meta`` in leading comment lines ``# rlaudit.<field>: <
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import math
@@ -45,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path, existing_file
+from rlaudit.io import atomic_path, check_csv_table, csv_rows, existing_file
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -235,6 +236,10 @@ def validate_frame(frame: pd.DataFrame, where: str = "scores", line_offset: int 
     for c in ("algorithm", "task"):
         _refuse_unicode_twins(df[c], c, where, lines)
 
+    for c in ("budget", "score"):  # a timestamp would be read as its count of micro- or nanoseconds
+        if df[c].dtype.kind not in "iufO":
+            raise InputError(f"{where}: column {c!r} holds {df[c].dtype} values, expected numbers"
+                             + (" (env steps, frames or samples)" if c == "budget" else ""))
     budget = pd.to_numeric(df["budget"], errors="coerce")
     bad = budget.isna() | ~np.isfinite(budget.astype(float)) | (budget.astype(float) != np.round(budget.astype(float)))
     if bad.any():
@@ -341,7 +346,7 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
         file_meta = ScoreMeta.from_dict(header, meta_where) if header else ScoreMeta(source=where)
         ids = {c: str for c in ("algorithm", "task", "run", "seed", run_column) if c}
         # pandas' NA words only in the numeric columns: an algorithm may be named "None" or "NA".
-        frame = _read_csv(path, where, skiprows=n_comment, dtype=ids, keep_default_na=False,
+        frame = _read_csv(path, where, check_shape=True, skiprows=n_comment, dtype=ids, keep_default_na=False,
                           na_values={"budget": list(NA_WORDS), "score": list(NA_WORDS)})
         frame, notes = _run_column(frame, where, run_column)
         empty = None
@@ -357,13 +362,17 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
     raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet")
 
 
-def _read_csv(path: Path, where: str, **kwargs) -> pd.DataFrame:
+def _read_csv(path: Path, where: str, check_shape: bool = False, **kwargs) -> pd.DataFrame:
+    """``pd.read_csv`` of a tidy CSV / TSV with every failure as one :class:`InputError`; ``check_shape`` first
+    refuses duplicate header names and ragged rows (:func:`_check_csv_shape`)."""
+    sep = "\t" if path.name.lower().endswith((".tsv", ".tsv.gz")) else ","
     try:
-        tab = path.name.lower().endswith((".tsv", ".tsv.gz"))
-        return pd.read_csv(path, comment=None, sep="\t" if tab else ",", **kwargs)
+        if check_shape:
+            _check_csv_shape(path, sep, kwargs.get("skiprows", 0))
+        return pd.read_csv(path, comment=None, sep=sep, **kwargs)
     except pd.errors.EmptyDataError:
         raise InputError(f"{where}: no score rows (the file is empty)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
     except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
         raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
@@ -435,6 +444,17 @@ def _read_sidecar(path: Path) -> dict:
     if not isinstance(data, dict):
         raise InputError(f"{side}: expected a JSON object of score metadata (budget_unit, score_kind, …)")
     return data
+
+
+def _check_csv_shape(path: Path, sep: str, n_comment: int) -> None:
+    """Refuse duplicate header names and ragged rows before pandas reads (and silently mangles) them."""
+    import gzip
+
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+        for _ in range(n_comment):
+            fh.readline()
+        check_csv_table(csv_rows(fh, sep, first_line=n_comment + 1), str(path))
 
 
 def _read_csv_meta(path: Path) -> tuple[dict, int]:

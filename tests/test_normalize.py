@@ -145,7 +145,7 @@ def test_parse_mapping_errors(spec, message):
     ("", r"refs\.csv: reference file is empty"),
     ("task,lo,high\na,0,1\n", r"refs\.csv:1: missing column 'low' \(did you mean 'lo'\?\)"),
     ("task,low,high\na,0,1\nb,zero,1\n", r"refs\.csv:3: column 'low' is not a number: 'zero'"),
-    ("task,low,high\na,0,1\nb,1\n", r"refs\.csv:3: expected 3 fields, got 2"),
+    ("task,low,high\na,0,1\nb,1\n", r"refs\.csv: line 3: 2 fields, but the header has 3 columns"),
     ("task,low,high\na,0,1\na,0,2\n", r"refs\.csv:3: task 'a' listed twice \(first at line 2\)"),
     ("task,low,high\na,5,5\n", r"refs\.csv:2: low and high are equal \(5\)"),
     ("task,low,high\n,0,1\n", r"refs\.csv:2: empty task name"),

@@ -425,11 +425,12 @@ def test_exception_in_a_figure_leaves_no_report(audit_doc, tmp_path, monkeypatch
     assert not fresh.exists()
     old = tmp_path / "old"
     old.mkdir()
-    (old / "index.html").write_text("previous report")
+    previous = '<meta name="generator" content="rlaudit 0.1.0">previous report'  # an earlier report's page
+    (old / "index.html").write_text(previous)
     with pytest.raises(RuntimeError):
         build_report(audit_doc, old)
     assert sorted(p.name for p in old.iterdir()) == ["index.html"]
-    assert (old / "index.html").read_text() == "previous report"
+    assert (old / "index.html").read_text() == previous
 
 
 def test_unwritable_dir_is_one_line_exit_2(tmp_path):

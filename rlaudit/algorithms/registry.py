@@ -127,7 +127,9 @@ class AlgorithmSpec:
             obj: Any = importlib.import_module(module_name)
             for part in attr.split(".") if attr else []:
                 obj = getattr(obj, part)
-        except Exception as exc:  # noqa: BLE001 - any import-time failure of third-party code is reported
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import-time failure of third-party code
+            # is reported; a module that calls sys.exit(0) on import would otherwise end the command with
+            # exit status 0 and no word
             raise InputError(
                 f"{who}: cannot import {self.entry_point!r}: {type(exc).__name__}: {exc}"
             ) from None

@@ -47,9 +47,10 @@ def _audit_first(source_path, published=None, **options) -> dict:
 @click.option("--format", "formats", metavar="F1,F2", default="html,md,tex,json", show_default=True,
               help="Outputs: html (index.html), md (report.md), tex (tables.tex), json (audit.json).")
 @click.option("--title", metavar="TEXT", help="Report title (default: from the source).")
+@click.option("--force", is_flag=True, help="Write into a folder that holds files but no earlier rlaudit report.")
 @audit_options(format_flag="--from")
 @published_option
-def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
+def report(source, out_dir, formats, title, force, fmt, data_dir, normalize, metric, budgets, claims_file, reps,
            reps_pairwise, seed, alpha, gamma, ci_method, correction, small_sample, published=None):
     """Write an audit report of SOURCE into DIR: index.html (self-contained), report.md, tables.tex
     (booktabs), audit.json and figures/ (PNG, SVG, PDF).
@@ -57,9 +58,10 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
     SOURCE is an audit.json (rendered as is; audit options are then refused) or anything `rlaudit audit`
     reads: a tidy score file, a store, a protocol or a published-format path, which is audited first with
     the audit options. Nothing is written to DIR when any step fails (exit status 2 on bad input)."""
-    from rlaudit.report import build_report, parse_formats
+    from rlaudit.report import OUTPUT_FILES, build_report, check_output_dir, parse_formats
 
     formats = parse_formats(formats)
+    check_output_dir(out_dir, OUTPUT_FILES.values(), force=force)  # before the audit, which may take minutes
     path = Path(source)
     audit_opts = {"--from": fmt, "--data": data_dir, "--normalize": normalize, "--metric": metric,
                   "--budgets": budgets, "--claims": claims_file, "--reps": reps, "--reps-pairwise": reps_pairwise,
@@ -91,7 +93,7 @@ def report(source, out_dir, formats, title, fmt, data_dir, normalize, metric, bu
                   TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("render", total=max(n_steps, 1))
         files = build_report(audit, out_dir, formats, title=title, progress=lambda _name: bar.advance(task),
-                             where=where)
+                             where=where, force=force)
     for f in files:
         if f.parent.name != "figures":
             click.echo(f"wrote {f}", err=True)

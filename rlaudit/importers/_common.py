@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.scores import BUDGET_MAX
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 16
@@ -130,7 +131,23 @@ def opt_budgets(options: dict, key: str, where: str) -> list[int] | None:
     budgets = [parse_count(v, f"{where}: option {key!r}") for v in value]
     if any(b < 0 for b in budgets):
         raise InputError(f"{where}: option {key!r}: budgets must be >= 0")
+    for b in budgets:
+        check_budget(b, f"{where}: option {key!r}")
     return sorted(set(budgets))
+
+
+def check_budget(budget: int, where: str, how: str = "") -> int:
+    """``budget`` when it fits the table's int64 ``budget`` column; refused, never wrapped, past 2^63 - 1.
+
+    Args:
+        budget: an exact (Python) integer, computed before any cast to int64.
+        where: the option, file or record, for the message.
+        how: how the budget was computed, for the message (``"(iteration 9 + 1) x 10 frames"``).
+    """
+    if budget > BUDGET_MAX:
+        raise InputError(f"{where}: budget {budget:,}{' = ' + how if how else ''} is larger than {BUDGET_MAX:,} "
+                         f"(2^63 - 1), the largest a score table holds")
+    return budget
 
 
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kKmMbBgG]?)\s*$")

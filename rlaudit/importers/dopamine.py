@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, format_rows
-from rlaudit.importers._common import (check_options, check_record, expand, load_json, opt_budgets, opt_int,
-                                       strip_suffixes, track, type_name)
+from rlaudit.importers._common import (check_budget, check_options, check_record, expand, load_json, opt_budgets,
+                                       opt_int, strip_suffixes, track, type_name)
 from rlaudit.importers.curves import resample, resample_rule_note
 from rlaudit.scores import ScoreMeta, ScoreTable
 
@@ -201,7 +201,7 @@ def read_records(path: Path, content: bytes | None = None) -> tuple[np.ndarray, 
         its = np.array(it_list, dtype=np.float64)
         vals = np.array(val_list, dtype=np.float64)
         if not (np.all(np.isfinite(its)) and np.all(its == np.round(its)) and np.all(its >= 0)
-                and np.all(np.isfinite(vals)) and all(agents)):
+                and np.all(its < 2.0**63) and np.all(np.isfinite(vals)) and all(agents)):
             raise TypeError
     except (TypeError, KeyError, ValueError):
         _find_bad_record(path, data)
@@ -216,8 +216,12 @@ def _find_bad_record(path: Path, data: list) -> None:
         if not isinstance(r["Agent"], str) or not r["Agent"]:
             raise InputError(f"{where}: 'Agent' must be a non-empty string, got {type_name(r['Agent'])}")
         it = r["Iteration"]
+        if isinstance(it, int) and not isinstance(it, bool) and it >= 2**63:  # before np.isfinite, which fails on it
+            raise InputError(f"{where}: 'Iteration' {it!r} is larger than 2^63 - 1")
         if isinstance(it, bool) or not isinstance(it, (int, float)) or not np.isfinite(it) or it != int(it) or it < 0:
             raise InputError(f"{where}: 'Iteration' must be a whole number >= 0, got {it!r}")
+        if it >= 2**63:
+            raise InputError(f"{where}: 'Iteration' {it!r} is larger than 2^63 - 1")
         v = r["Value"]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
             raise InputError(f"{where}: 'Value' must be a finite number, got {v!r}")
@@ -297,6 +301,9 @@ def import_dopamine(paths: list[Path], **options) -> ScoreTable:
 
 def _import_file(path, task, n_runs, on_missing, per_it, budgets, max_staleness, unit, agents_keep, suffix=""):
     agents, its, vals = read_records(path)
+    last = int(its.max())  # budgets are (iteration + 1) * per_it: computed exactly here, never wrapped in int64
+    check_budget((last + 1) * per_it, f"{path}: record {int(np.argmax(its)) + 1}",
+                 f"(Iteration {last:,} + 1) x {per_it:,} {unit}")
     order = list(dict.fromkeys(agents.tolist()))
     by_agent = {a: np.flatnonzero(agents == a) for a in order}
     if n_runs is None:  # infer from the whole file so that one agent's missing run is still caught

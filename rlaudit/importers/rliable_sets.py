@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from rlaudit.errors import InputError
-from rlaudit.importers._common import (check_options, expand, is_count, load_json, opt_int, parse_count,
+from rlaudit.importers._common import (check_budget, check_options, expand, is_count, load_json, opt_int, parse_count,
                                        strip_suffixes, type_name)
 from rlaudit.io import has_suffix
 from rlaudit.scores import ScoreMeta, ScoreTable
@@ -203,7 +203,7 @@ def _records(path: Path, data, options: dict, rows: list) -> tuple[str, str]:
             if per_it is None:
                 raise InputError(f"{where}: records have an 'iteration' field; give option 'budget_per_iteration' "
                                  "(e.g. 10000 agent steps for the Atari 100k DER curves)")
-            b = (it + 1) * per_it
+            b = check_budget((it + 1) * per_it, w, f"(iteration {it:,} + 1) x {per_it:,}")
         alg = options.get("algorithm") or rec.get("agent") or strip_suffixes(path)
         run_id = str(int(run)) if isinstance(run, float) and run == int(run) else str(run)
         rows.append((alg, task, run_id, b, float(s)))

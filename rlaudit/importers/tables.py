@@ -18,7 +18,7 @@ import pandas as pd
 
 from rlaudit.errors import InputError
 from rlaudit.importers._common import check_options, decode_utf8, opt_int, parse_count, read_bytes
-from rlaudit.io import has_suffix
+from rlaudit.io import check_csv_table, csv_rows, has_suffix
 from rlaudit.scores import COLUMNS, ScoreMeta, ScoreTable, read_scores
 
 ALIASES = {
@@ -73,9 +73,10 @@ def import_wide(paths: list[Path], **options) -> ScoreTable:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; the wide importer reads CSV files")
         text = decode_utf8(read_bytes(path), path, "CSV text file")
+        sep = "\t" if has_suffix(path, ".tsv", ".tsv.gz") else ","
+        check_csv_table(csv_rows(io.StringIO(text), sep=sep, comment="#"), str(path), named=True)
         try:
-            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#",
-                             sep="\t" if has_suffix(path, ".tsv", ".tsv.gz") else ",")
+            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#", sep=sep)
         except pd.errors.EmptyDataError:
             raise InputError(f"{path}: empty file, expected a CSV table") from None
         except pd.errors.ParserError as exc:

@@ -471,7 +471,7 @@ def check_runnable(protocol: Protocol) -> None:
             spaces[t.id] = action_space_of(ts)
         except InputError:
             raise
-        except Exception as exc:  # the environment's own constructor rejected the kwargs
+        except (Exception, SystemExit) as exc:  # the environment's own constructor rejected the kwargs (or exited)
             raise InputError(f"{where}: tasks[{i}]: cannot build {t.id!r} with kwargs {t.kwargs!r}: "
                              f"{type(exc).__name__}: {exc}") from None
     for i, a in enumerate(protocol.algorithms):

@@ -79,9 +79,43 @@ class Plan:
         return tuple(out)
 
 
+RUN_ID_SEPARATOR = "__"
+"""Between the parts of a run id."""
+
+
+def _id_part(text: str) -> str:
+    """``text`` as one part of a run id: unchanged unless it could be mistaken for a separator.
+
+    A part holding ``__`` or starting or ending with ``_`` is written as ``_`` followed by the part with
+    ``%`` as ``%25`` and ``_`` as ``%5F``. Unchanged parts never start with ``_`` and escaped ones hold no
+    other ``_``, so every ``__`` of an id is a separator and the parts of different runs never give one id
+    (label ``X`` with regime ``0__nested`` against label ``X__1`` with regime ``nested``). Every other part,
+    ``%`` included, is kept byte for byte, so recorded stores keep their ids.
+    """
+    if "__" not in text and not text.startswith("_") and not text.endswith("_"):
+        return text
+    return "_" + text.replace("%", "%25").replace("_", "%5F")
+
+
 def run_id(task: str, label: str, seed: int, regime: str) -> str:
-    """Deterministic run id ``task__label__seed__regime``."""
-    return f"{task}__{label}__{seed}__{regime}"
+    """Deterministic run id ``task__label__seed__regime`` (parts escaped by :func:`_id_part`; unique per run)."""
+    return RUN_ID_SEPARATOR.join(_id_part(str(p)) for p in (task, label, seed, regime))
+
+
+def check_unique_runs(runs, where: str) -> None:
+    """Refuse two planned runs with one id (they would share, and overwrite, each other's store rows).
+
+    Raises:
+        InputError: naming both runs by task, algorithm label, seed and regime.
+    """
+    seen: dict[str, RunSpec] = {}
+    for r in runs:
+        other = seen.setdefault(r.run_id, r)
+        if other is not r:
+            def name(s):
+                return f"task {s.task.id!r}, algorithm {s.algorithm.label!r}, seed {s.seed}, regime {s.regime!r}"
+            raise InputError(f"{where}: two runs would share the id {r.run_id!r} ({name(other)}; {name(r)}); "
+                             f"rename a label, task or regime")
 
 
 def plan(protocol: Protocol) -> Plan:
@@ -108,6 +142,7 @@ def plan(protocol: Protocol) -> Plan:
                     runs.append(RunSpec(run_id(t.id, a.label, seed, r.name), protocol.hash, task,
                                         AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
                                         seed, (r.budget,), evs, "separate", r.name))
+    check_unique_runs(runs, str(protocol.path))
     labels = tuple(BudgetLabel(r.name, r.budget, r.regime_kind, "nested" if r.regime_kind == "nested" else r.name)
                    for r in protocol.regimes)
     return Plan(protocol, tuple(runs), labels)

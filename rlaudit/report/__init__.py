@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rlaudit.errors import InputError
-from rlaudit.io import atomic_dir
+from rlaudit.io import atomic_dir, check_output_dir
 from rlaudit.report.model import Report, build_model, format_budget
 from rlaudit.report.render import FORMATS, OUTPUT_FILES
 
-__all__ = ["FORMATS", "OUTPUT_FILES", "Report", "build_model", "build_report", "format_budget", "parse_formats"]
+__all__ = ["FORMATS", "OUTPUT_FILES", "Report", "build_model", "build_report", "check_output_dir", "format_budget",
+           "parse_formats"]
 
 
 def parse_formats(formats: str | Iterable[str], where: str = "--format") -> tuple[str, ...]:
@@ -46,7 +47,7 @@ def parse_formats(formats: str | Iterable[str], where: str = "--format") -> tupl
 
 def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterable[str] = FORMATS,
                  title: str | None = None, progress: Callable[[str], None] | None = None,
-                 where: str = "audit.json") -> list[Path]:
+                 where: str = "audit.json", force: bool = False) -> list[Path]:
     """Write a report of ``audit`` into ``out_dir``; all or nothing.
 
     Args:
@@ -57,20 +58,22 @@ def build_report(audit: dict, out_dir: str | os.PathLike, formats: str | Iterabl
         title: report title (default: from the audit's source).
         progress: called with the name of each figure or file once written.
         where: name of the document in error messages (its file).
+        force: write into a non-empty folder that holds no earlier rlaudit report (see
+            :func:`check_output_dir`).
 
     Returns:
         Paths of the written files (absolute).
 
     Raises:
         InputError: when the audit document cannot be read, a format is unknown, or ``out_dir`` cannot be
-            written. Nothing is left in ``out_dir`` when any step fails (a directory created for the report
-            is removed again).
+            written or is refused by :func:`check_output_dir`. Nothing is left in ``out_dir`` when any step
+            fails (a directory created for the report is removed again).
     """
     from rlaudit.report.render import write_report
 
     formats = parse_formats(formats)
     report = build_model(audit, title=title, where=where)
-    out = Path(out_dir)
+    out = check_output_dir(out_dir, OUTPUT_FILES.values(), force=force)
     created = not out.exists()
     try:
         with atomic_dir(out) as stage:

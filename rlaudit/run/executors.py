@@ -324,7 +324,7 @@ def _worker_main(name: str, tasks, events, parent_pid: int) -> None:
 
         try:
             result = execute_run(spec, lambda rec: events.put(("record", rec)), progress=report)
-        except Exception:
+        except (Exception, KeyboardInterrupt):  # SIGINT is ignored here: a KeyboardInterrupt is the run's own
             events.put(("failed", name, spec.run_id, traceback.format_exc()))
         else:
             events.put(("finished", name, result))

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 import traceback
 import uuid
@@ -158,6 +161,65 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     if len(head) < 4 or head[3] != 0x04:
         raise InputError(f"--address {address}: something answers there but it is not a Ray cluster (no gRPC); "
                          f"{hint}")
+
+
+AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def private_instance_token() -> dict[str, str | None] | None:
+    """Give a private Ray instance (no ``--address``) a token held in the environment only.
+
+    Ray enables token authentication for every new local instance and, when no token exists, writes a new
+    one to ``~/.ray/auth_token``; each later ``ray start --head`` finds that file and turns authentication
+    on, and drivers connecting to such a cluster by address are refused (``InvalidAuthToken``). A token in
+    ``RAY_AUTH_TOKEN`` (inherited by the instance's processes) keeps authentication on and leaves no file.
+
+    Returns:
+        The variables to put back with :func:`restore_auth_env` after ``ray.shutdown()``; ``None`` (nothing
+        changed) when the user has set authentication up: any of :data:`AUTH_VARIABLES`, or a token file.
+    """
+    if any(os.environ.get(k) for k in AUTH_VARIABLES) or (Path.home() / ".ray" / "auth_token").exists():
+        return None
+    saved = {k: os.environ.get(k) for k in AUTH_VARIABLES}
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    return saved
+
+
+def restore_auth_env(saved: dict[str, str | None] | None) -> None:
+    """Undo :func:`private_instance_token` (Ray also sets ``RAY_AUTH_MODE``), so that a later connection in
+    this process sees the user's own settings."""
+    if saved is None:
+        return
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:  # Ray caches the mode and the token; refresh both as Ray's own test helpers do
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):
+        pass
+
+
+def auth_refusal(exc: BaseException, address: str | None) -> InputError | None:
+    """The one-line error for a cluster that refused this driver's authentication token; ``None`` otherwise.
+
+    Ray's own message does not say why a cluster wants a token: ``ray start --head`` turns token
+    authentication on whenever ``~/.ray/auth_token`` exists on its machine, which any earlier local Ray
+    instance (an older rlaudit's private one, a notebook's ``ray.init()``) may have written.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if not any(k in text for k in ("AuthenticationError", "InvalidAuthToken", "authentication token")):
+        return None
+    why = (getattr(exc, "message", None) or _first_line(exc)).strip().rstrip(".")
+    return InputError(f"--address {address or '(private instance)'}: the cluster refused this driver's "
+                      f"authentication token ({why}); 'ray start --head' requires a token whenever "
+                      f"~/.ray/auth_token exists on the head's machine (written by any earlier local Ray): give "
+                      f"the driver that token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH), or restart the cluster "
+                      f"with RAY_AUTH_MODE=disabled")
 
 
 # ------------------------------------------------------------------------------------------- remote side
@@ -306,6 +368,8 @@ class RayExecutor:
         self.runtime_env = load_runtime_env(runtime_env)
         _import_ray()  # before the driver writes anything: a missing extra is bad input, not a failed sweep
         self._owns_ray = False  # whether this executor's ray.init made the connection (and shuts it down)
+        self._auth_env: dict[str, str | None] | None = None  # restored after a private instance shuts down
+        self._temp_dir: str | None = None  # a private instance's session files, removed after it shuts down
         self._checked: set[str] | None = None  # algorithms checked on the connected cluster
         self.node_counts: dict[str, Counter] = {}
         """Per node label: ``done``, ``failed`` and ``lost`` (attempts whose worker died) of the last sweep."""
@@ -330,20 +394,44 @@ class RayExecutor:
         if address is not None:
             check_reachable(address)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        private = {}
+        if address is None:  # a private instance: its token and its session files go when it does
+            self._auth_env = private_instance_token()
+            self._temp_dir = tempfile.mkdtemp(prefix="rlaudit-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            private = {"_temp_dir": self._temp_dir}  # under /tmp: Ray's socket paths must stay short
         # ray.init replaces the SIGTERM handler with sys.exit; keep the driver's (SIGTERM stops like Ctrl-C).
         main = threading.current_thread() is threading.main_thread()
         sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(address=address, runtime_env=self.runtime_env, log_to_driver=False,
-                     logging_level="ERROR", configure_logging=True)
-        except ConnectionError as exc:
-            raise InputError(f"--address {address}: {exc}") from None
-        except ValueError as exc:  # a malformed runtime_env
-            raise InputError(f"runtime_env: {exc}") from None
+                     logging_level="ERROR", configure_logging=True, **private)
+        except Exception as exc:  # noqa: BLE001 - each kind gets its own line below
+            refused = auth_refusal(exc, address)
+            if refused is not None:
+                raise refused from None
+            if isinstance(exc, ConnectionError):
+                raise InputError(f"--address {address}: {exc}") from None
+            if isinstance(exc, ValueError):  # a malformed runtime_env
+                raise InputError(f"runtime_env: {exc}") from None
+            raise
         finally:
             if main and sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
+            if not ray.is_initialized():
+                self._shutdown(ray, started=False)
         return True
+
+    def _shutdown(self, ray, started: bool = True) -> None:
+        """Shut down the instance this executor's ``ray.init`` started or joined; a private instance's token and
+        session files go with it."""
+        if started:
+            ray.shutdown()
+        self._owns_ray = False
+        restore_auth_env(self._auth_env)
+        self._auth_env = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
     def _check_cluster(self, ray, specs: Sequence[RunSpec]) -> list[str]:
         """Check resources and imports on every node able to take a run; return those nodes' ids.
@@ -429,9 +517,7 @@ class RayExecutor:
             self.check(specs)
             self._sweep(ray, specs, sink)
         finally:
-            if self._owns_ray:
-                ray.shutdown()
-            self._owns_ray = False
+            self._shutdown(ray, started=self._owns_ray)
             self._checked = None
         self._print_nodes(sink)
 

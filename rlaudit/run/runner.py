@@ -42,6 +42,10 @@ def set_single_thread() -> None:
         torch.set_num_interop_threads(1)
 
 
+class RunExited(RuntimeError):
+    """Algorithm or environment code called ``sys.exit`` during a run: a failed run, not the end of the sweep."""
+
+
 def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
                 progress: Callable[[int], None] | None = None) -> RunResult:
     """Train ``spec`` to its largest budget and evaluate it at every evaluation point.
@@ -56,8 +60,18 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
 
     Raises:
         Exception: whatever training raises; also :class:`FloatingPointError` when an evaluation return is
-            not finite (a diverged run).
+            not finite (a diverged run), and :class:`RunExited` when plugin code calls ``sys.exit`` (which
+            would otherwise end the driver with exit status 0 and leave the run ``running``).
     """
+    try:
+        return _execute_run(spec, emit, progress)
+    except SystemExit as exc:
+        raise RunExited(f"{spec.run_id}: the algorithm or environment code called sys.exit({exc.code!r}) "
+                        f"during the run") from exc
+
+
+def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
+                 progress: Callable[[int], None] | None) -> RunResult:
     from rlaudit.algorithms import make_agent
 
     t0 = time.perf_counter()

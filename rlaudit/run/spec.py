@@ -96,7 +96,8 @@ class RunSpec:
     """One training run: everything a worker needs, nothing it must look up."""
 
     run_id: str
-    """Deterministic id ``task__algo__seed__regime`` (regime ``nested`` for the run shared by nested regimes)."""
+    """Deterministic id ``task__label__seed__regime`` (regime ``nested`` for the run shared by nested regimes; a
+    part that holds ``__`` is escaped, see :func:`rlaudit.protocol.plan.run_id`)."""
     protocol_hash: str
     """Hash of the protocol text that planned this run."""
     task: TaskSpec

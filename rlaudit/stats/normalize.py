@@ -22,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.io import check_csv_table
 
 METHODS: tuple[str, ...] = ("none", "atari", "divide", "minmax")
 """Normalisation methods."""
@@ -271,6 +272,9 @@ def _low_high(low, high, where: str) -> tuple[float, float]:
         raise InputError(f"{where}: low and high must be finite, got {low!r}, {high!r}")
     if hi == lo:
         raise InputError(f"{where}: low and high are equal ({lo:g}); normalisation would divide by zero")
+    if hi < lo:  # (score - low) / (high - low) would turn every ordering upside down without a word
+        raise InputError(f"{where}: low ({lo:g}) is above high ({hi:g}); give [low, high] with low < high "
+                         f"(low: e.g. a random policy's score, high: e.g. a human's)")
     return lo, hi
 
 
@@ -296,12 +300,11 @@ def _read_references(path: str, where: str, base_dir: Path | None) -> dict[str, 
         extra = [c for c in header if c not in ("task", "low", "high")]
         raise InputError(f"{p}:{header_line}: missing column {missing[0]!r}{did_you_mean(missing[0], extra)}; "
                          f"expected header task,low,high")
+    check_csv_table([(header_line, header)] + lines[1:], str(p))
     col = {c: header.index(c) for c in ("task", "low", "high")}
     refs: dict[str, tuple[float, float]] = {}
     seen: dict[str, int] = {}
     for line, row in lines[1:]:
-        if len(row) < len(header):
-            raise InputError(f"{p}:{line}: expected {len(header)} fields, got {len(row)}")
         task = row[col["task"]].strip()
         if not task:
             raise InputError(f"{p}:{line}: empty task name")

@@ -13,6 +13,13 @@ Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only 
 create the WAL index there either, the file is opened ``immutable=1`` (nothing can be writing a store whose
 folder nobody can write).
 
+Identity: a store carries ``PRAGMA application_id`` = :data:`APPLICATION_ID` in its header, written when it is
+created. Stores created before that (application id 0) are recognised by the keys rlaudit writes into
+``meta`` (:data:`META_SIGNATURE`). Every command checks the identity before it touches a file, so another
+application's SQLite file is refused unchanged (never switched to WAL, never migrated). A new store is built
+under a temporary name and linked into place complete, so a driver killed at any moment leaves either no
+store or a whole one, never an empty file.
+
 Durability: WAL journal, ``synchronous=FULL``, one transaction per event (a run started, an evaluation, a
 run finished or failed), so a killed driver loses at most the event in flight. A run's evaluations count
 only once the run is ``done``; a run found ``running`` when a driver starts was interrupted and restarts from
@@ -40,6 +47,14 @@ from rlaudit.errors import InputError, WriteFailed
 SCHEMA_VERSION = 2
 """Version of the store schema written by this rlaudit (history in the module docstring)."""
 
+APPLICATION_ID = 0x726C6175
+"""``PRAGMA application_id`` of a store (the bytes ``rlau``), set when the store is created."""
+
+META_SIGNATURE: frozenset[str] = frozenset({"schema_version", "created", "protocol_hash", "rlaudit"})
+"""``meta`` keys every rlaudit store holds: how a store created before :data:`APPLICATION_ID` is recognised."""
+
+_TABLES = frozenset({"meta", "runs", "evaluations", "protocols", "regimes"})
+
 STATUSES: tuple[str, ...] = ("pending", "running", "done", "failed")
 """Run states. ``running`` in a store that no driver holds means the driver was interrupted."""
 
@@ -64,7 +79,7 @@ CREATE TABLE regimes (
     run_regime TEXT NOT NULL        -- regime part of the ids of the runs that serve this budget
 );
 CREATE TABLE runs (
-    run_id      TEXT PRIMARY KEY,   -- task__label__seed__regime
+    run_id      TEXT PRIMARY KEY,   -- task__label__seed__regime (rlaudit.protocol.plan.run_id)
     task        TEXT NOT NULL,
     algorithm   TEXT NOT NULL,      -- registry name
     label       TEXT NOT NULL,      -- name in the score table
@@ -130,15 +145,48 @@ def _connect(path: Path) -> sqlite3.Connection:
 _CANNOT_OPEN = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR}
 
 
+class _ReaderConnection(sqlite3.Connection):
+    """A read-only connection that takes away, on close, the ``-wal`` / ``-shm`` files its opening created.
+
+    SQLite creates both beside a WAL-mode file for any reader, and a read-only connection cannot remove
+    them. On close, when no ``rlaudit run`` holds the store, a plain connection is opened and closed: SQLite's
+    own last-connection cleanup then checkpoints the (empty) WAL and deletes both files, but only if no other
+    connection still uses them. The store's content is not changed.
+    """
+
+    store_path: Path | None = None
+    new_side_files: tuple[Path, ...] = ()
+
+    def close(self) -> None:
+        super().close()
+        if self.store_path is None or not any(p.exists() for p in self.new_side_files):
+            return
+        if lock_holder(self.store_path):
+            return  # a driver is writing: the files are its own
+        try:
+            con = sqlite3.connect(str(self.store_path), timeout=1)
+            try:
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            pass  # the files stay, which is harmless
+
+
 def connect_readonly(path: Path, opener=sqlite3.connect) -> sqlite3.Connection:
     """Open ``path`` read-only: ``mode=ro`` first, ``immutable=1`` when the WAL index cannot be created.
 
     ``opener`` is :func:`sqlite3.connect` (a parameter so that a test can make ``mode=ro`` fail the way a
-    read-only folder does for a non-root user).
+    read-only folder does for a non-root user). Side files the opening creates are removed on ``close()``
+    (see :class:`_ReaderConnection`).
     """
     uri = Path(os.path.abspath(path)).as_uri()
+    side = tuple(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm"))
+    new_side = tuple(p for p in side if not p.exists())
     for query in ("mode=ro", "immutable=1"):
-        con = opener(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None)
+        con = opener(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None, factory=_ReaderConnection)
+        if isinstance(con, _ReaderConnection):
+            con.store_path, con.new_side_files = Path(path), new_side
         con.row_factory = sqlite3.Row
         try:
             # The first read opens the file and, in WAL mode, the -shm index: that is where a read-only
@@ -164,6 +212,13 @@ def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
     """
     where = str(path)
     try:
+        empty = path.stat().st_size == 0
+    except OSError as exc:
+        raise InputError(f"{where}: cannot open the store ({exc.strerror})") from None
+    if empty:
+        raise InputError(f"{where}: an empty file (0 bytes), not a store; a store is never empty, so this is "
+                         f"not one rlaudit made whole (delete it, or start again with --new-store)")
+    try:
         con = connect_readonly(path) if readonly else _connect(path)
         ok = con.execute("PRAGMA quick_check").fetchone()[0]
         if ok != "ok":
@@ -178,9 +233,11 @@ def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{where}: not a readable rlaudit store ({exc}); the file is corrupted or not SQLite "
                          f"(start again with --new-store)") from None
-    if not {"meta", "runs", "evaluations", "protocols", "regimes"} <= tables:
+    foreign = _not_a_store(con, tables)
+    if foreign:
         con.close()
-        raise InputError(f"{where}: an SQLite file but not an rlaudit store (tables: {', '.join(sorted(tables)) or 'none'})")
+        raise InputError(f"{where}: an SQLite file but not an rlaudit store ({foreign}); rlaudit leaves it "
+                         f"unchanged")
     row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     version = int(row[0]) if row else -1
     if version > SCHEMA_VERSION:
@@ -191,6 +248,21 @@ def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
         con.close()
         raise InputError(f"{where}: store has no schema version; not an rlaudit store")
     return con
+
+
+def _not_a_store(con: sqlite3.Connection, tables: set[str]) -> str | None:
+    """Why the open SQLite file is not an rlaudit store, in words; ``None`` when it is one."""
+    app_id = con.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return None
+    if app_id != 0:
+        return f"its application id is {app_id:#010x}, rlaudit's is {APPLICATION_ID:#010x}"
+    if not _TABLES <= tables:
+        return f"tables: {', '.join(sorted(tables)) or 'none'}"
+    keys = {r[0] for r in con.execute("SELECT key FROM meta")}
+    if not META_SIGNATURE <= keys:
+        return f"its meta table lacks {', '.join(sorted(META_SIGNATURE - keys))}"
+    return None
 
 
 def check_writable(path: Path) -> None:
@@ -272,7 +344,8 @@ class Store:
         if check_only:
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists()
+        if not path.exists():
+            _create_store(path, protocol)
         con = _connect(path)
         lock_fh = open(path, "rb")
         try:
@@ -284,10 +357,7 @@ class Store:
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=FULL")
         store = cls(path, con, lock_fh)
-        if fresh:
-            store._create(protocol)
-        else:
-            store._migrate()
+        store._migrate()
         return store
 
     def _migrate(self) -> None:
@@ -303,15 +373,6 @@ class Store:
                 con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
                 con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                             (f"migrated_from_{version}", _now()))
-
-    def _create(self, protocol) -> None:
-        meta = {"schema_version": str(SCHEMA_VERSION), "created": _now(), "argv": json.dumps(sys.argv),
-                "protocol_hash": protocol.hash, "protocol_name": protocol.name, **library_versions()}
-        with self.transaction() as con:
-            for stmt in _SCHEMA.split(";"):
-                if stmt.strip():
-                    con.execute(stmt)
-            con.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(meta.items()))
 
     # ------------------------------------------------------------------------------------------ writes
     def transaction(self):
@@ -445,6 +506,51 @@ class _Transaction:
     def _write_error(self, exc: sqlite3.OperationalError) -> WriteFailed:
         return WriteFailed(f"{self.path}: cannot write the store ({exc}); everything stored before this "
                                f"event is kept; free some space (or fix the error) and run again to resume")
+
+
+def _create_store(path: Path, protocol) -> None:
+    """Create a complete, empty store at ``path``: built under a temporary name, then linked into place.
+
+    Raises:
+        InputError: another process created ``path`` meanwhile.
+        WriteFailed: the file system refused (disk full, I/O error); nothing is left at ``path``.
+    """
+    meta = {"schema_version": str(SCHEMA_VERSION), "created": _now(), "argv": json.dumps(sys.argv),
+            "protocol_hash": protocol.hash, "protocol_name": protocol.name, **library_versions()}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        tmp.unlink(missing_ok=True)
+        con = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            con.execute("BEGIN IMMEDIATE")
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    con.execute(stmt)
+            con.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(meta.items()))
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)  # unlike a rename, never replaces a store another driver created meanwhile
+        except FileExistsError:
+            raise InputError(f"{path}: another 'rlaudit run' created this store at the same moment; run again "
+                             f"once it is done") from None
+        except OSError:  # a file system without hard links
+            os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except (sqlite3.OperationalError, OSError) as exc:
+        raise WriteFailed(f"{path}: cannot create the store ({exc}); free some space (or fix the error) and "
+                          f"run again") from None
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-journal")):
+            leftover.unlink(missing_ok=True)
 
 
 def _move_aside(path: Path) -> Path:
