@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.io import loads_nested
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 16
@@ -86,7 +87,7 @@ def load_json(path: Path, content: bytes | None = None):
     if not text.strip():
         raise InputError(f"{path}: empty file, expected JSON")
     try:
-        return json.loads(text)
+        return loads_nested(json.loads, text, str(path))
     except json.JSONDecodeError as exc:
         ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
         what = "truncated JSON (the text ends early)" if ends_early else "not valid JSON"

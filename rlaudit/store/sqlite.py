@@ -130,15 +130,51 @@ def _connect(path: Path) -> sqlite3.Connection:
 _CANNOT_OPEN = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR}
 
 
+class _ReadConnection(sqlite3.Connection):
+    """A reader's connection. A ``mode=ro`` reader of a WAL store creates ``-wal`` / ``-shm`` beside it and,
+    being read-only, cannot remove them; :meth:`close` has SQLite remove the ones this reader created."""
+
+    side_files_created: Path | None = None
+
+    def close(self) -> None:
+        super().close()
+        if self.side_files_created is not None:
+            _remove_side_files(self.side_files_created)
+
+
+def _side_files(path: Path) -> list[Path]:
+    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+
+
+def _remove_side_files(path: Path) -> None:
+    """Let SQLite delete ``path``'s ``-wal`` / ``-shm``: a read-write connection that only reads deletes them
+    on close when it is the last connection (so never under a live driver) and leaves the store's bytes as
+    they are (the WAL holds no frame of this reader)."""
+    if not _side_files(path):
+        return
+    try:
+        con = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        pass  # cannot open it read-write (a read-only file): the files stay, as SQLite would leave them
+
+
 def connect_readonly(path: Path, opener=sqlite3.connect) -> sqlite3.Connection:
     """Open ``path`` read-only: ``mode=ro`` first, ``immutable=1`` when the WAL index cannot be created.
 
     ``opener`` is :func:`sqlite3.connect` (a parameter so that a test can make ``mode=ro`` fail the way a
-    read-only folder does for a non-root user).
+    read-only folder does for a non-root user). The ``-wal`` / ``-shm`` files that opening creates are
+    removed again on close (:class:`_ReadConnection`).
     """
     uri = Path(os.path.abspath(path)).as_uri()
+    had_side_files = bool(_side_files(path))
     for query in ("mode=ro", "immutable=1"):
-        con = opener(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None)
+        con = opener(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None, factory=_ReadConnection)
+        if not had_side_files and isinstance(con, _ReadConnection):
+            con.side_files_created = Path(path)
         con.row_factory = sqlite3.Row
         try:
             # The first read opens the file and, in WAL mode, the -shm index: that is where a read-only
@@ -182,7 +218,12 @@ def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
         con.close()
         raise InputError(f"{where}: an SQLite file but not an rlaudit store (tables: {', '.join(sorted(tables)) or 'none'})")
     row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    version = int(row[0]) if row else -1
+    try:
+        version = int(row[0]) if row else -1
+    except (TypeError, ValueError):
+        con.close()
+        raise InputError(f"{where}: store schema version {row[0]!r} is not a whole number; the store's meta "
+                         f"table is damaged or the file is not an rlaudit store") from None
     if version > SCHEMA_VERSION:
         con.close()
         raise InputError(f"{where}: store schema version {version} is newer than this rlaudit reads "

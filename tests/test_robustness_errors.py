@@ -1,0 +1,113 @@
+"""Hostile-user probes, round 2 (issue 21): inputs that gave a traceback or a misleading message now give one
+line naming what and where (file, line, key, flag), a non-zero exit, and nothing partial."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.errors import InputError
+from rlaudit.protocol import load_protocol, plan
+from tests.test_robustness import STORE_PROTOCOL, filled_store, one_line_error
+
+DEEP = 3000
+"""Past Python's recursion limit (1,000), so that a parser, checker or hash that recurses fails."""
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def pl(tmp_path):
+    path = tmp_path / "rb.toml"
+    path.write_text(STORE_PROTOCOL)
+    return plan(load_protocol(path))
+
+
+# ----------------------------------------------------------------------------------- deep nesting
+
+@pytest.mark.parametrize("tail", [
+    "x = " + "[" * DEEP + "]" * DEEP,
+    "x = " + "{a = " * DEEP + "1" + "}" * DEEP,
+    # dotted tables inside a key the loader accepts: parsed without recursion, then hashed
+    "[[tasks]]\nid = 'CartPole-v1'\n[tasks.kwargs." + ".".join(["a"] * DEEP) + "]",
+], ids=["arrays", "inline-tables", "dotted-tables"])
+def test_deeply_nested_protocol_is_one_line_naming_the_file(tmp_path, tail):
+    path = tmp_path / "deep.toml"
+    path.write_text("schema_version = 1\nname = 'deep'\nseeds = 1\n[regimes]\nlow = 100\n"
+                    "[[algorithms]]\nname = 'PPO'\n" + tail + "\n")
+    line = one_line_error(invoke("validate", path))
+    assert str(path) in line and "nested more than" in line
+
+
+def test_nesting_within_the_limit_is_still_read(tmp_path):
+    from rlaudit.io import MAX_NESTING, loads_nested
+
+    ok = "[" * MAX_NESTING + "]" * MAX_NESTING
+    assert loads_nested(json.loads, ok, "x") is not None
+    with pytest.raises(InputError, match="x: arrays or tables nested more than"):
+        loads_nested(json.loads, "[" + ok + "]", "x")
+
+
+def test_deeply_nested_claims_file_and_audit_json(tmp_path):
+    claims = tmp_path / "claims.toml"
+    claims.write_text("claims = " + "[" * DEEP + "]" * DEEP + "\n")
+    scores = tmp_path / "s.csv"
+    scores.write_text("algorithm,task,run,budget,score\nA,t,0,1,1\nB,t,0,1,2\n")
+    assert str(claims) in one_line_error(invoke("audit", scores, "--claims", claims, "--out", tmp_path))
+    deep = tmp_path / "audit.json"
+    deep.write_text('{"schema_version": 1, "x": ' + "[" * DEEP + "]" * DEEP + "}")
+    assert str(deep) in one_line_error(invoke("report", deep, "-o", tmp_path / "rep"))
+    assert not (tmp_path / "rep").exists()
+    published = tmp_path / "dqn.json"
+    published.write_text("[" * DEEP + "]" * DEEP)
+    assert str(published) in one_line_error(invoke("import", "rliable", published, "-o", tmp_path / "o.csv"))
+
+
+# ----------------------------------------------------------------------------------- stores
+
+def test_store_schema_version_that_is_not_an_integer(tmp_path, pl):
+    path = filled_store(tmp_path / "s.sqlite", pl)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    for command in ("status", "export", "audit"):
+        extra = {"export": ["-o", tmp_path / "e.csv"], "audit": ["--out", tmp_path]}.get(command, [])
+        line = one_line_error(invoke(command, path, *extra))
+        assert str(path) in line and "'two'" in line, line
+
+
+def test_status_leaves_no_wal_or_shm_beside_the_store(tmp_path, pl):
+    path = filled_store(tmp_path / "s.sqlite", pl)
+    before = sorted(os.listdir(tmp_path))
+    digest = path.read_bytes()
+    for command in ("status", "export"):
+        out = tmp_path / "out" / "s.csv"
+        result = invoke(command, path, *(["-o", out] if command == "export" else []))
+        assert result.exit_code == 0, result.output
+        assert sorted(os.listdir(tmp_path)) == sorted(before + ["out"] * (command == "export"))
+    assert path.read_bytes() == digest
+
+
+def test_a_reader_beside_a_live_writer_removes_nothing(tmp_path, pl):
+    from rlaudit.store import open_readonly
+
+    path = filled_store(tmp_path / "s.sqlite", pl)
+    writer = sqlite3.connect(path)
+    writer.execute("INSERT INTO meta(key, value) VALUES ('probe', 'x')")
+    writer.commit()  # the commit is in the WAL only, until the writer closes
+    con = open_readonly(path)
+    assert con.execute("SELECT value FROM meta WHERE key='probe'").fetchone()[0] == "x"
+    con.close()
+    assert os.path.exists(f"{path}-wal") and os.path.exists(f"{path}-shm")
+    writer.close()
+    con = open_readonly(path)
+    assert con.execute("SELECT value FROM meta WHERE key='probe'").fetchone()[0] == "x"
+    con.close()
