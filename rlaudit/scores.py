@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path, existing_file
+from rlaudit.io import atomic_path, existing_file, loads_nested
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -87,14 +87,23 @@ class ScoreMeta:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "metadata") -> ScoreMeta:
-        """Build from a plain dict, rejecting unknown keys with a clear message."""
+        """Build from a plain dict, rejecting unknown keys and wrongly typed values with a clear message."""
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: score metadata must be an object of fields, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
-            k = sorted(unknown)[0]
-            raise InputError(f"{where}: unknown score metadata field {k!r}{did_you_mean(k, names)}")
+            k = sorted(unknown, key=str)[0]
+            raise InputError(f"{where}: unknown score metadata field {k!r}{did_you_mean(str(k), names)}")
         d = dict(d)
+        for f in dataclasses.fields(cls):
+            value = d.get(f.name, "")
+            if isinstance(f.default, str) and not isinstance(value, str):
+                raise InputError(f"{where}: score metadata field {f.name!r} must be a string, got {value!r}")
         if "notes" in d:
+            if not isinstance(d["notes"], (list, tuple)) or not all(isinstance(n, str) for n in d["notes"]):
+                raise InputError(f"{where}: score metadata field 'notes' must be a list of strings, "
+                                 f"got {d['notes']!r}")
             d["notes"] = tuple(d["notes"])
         meta = cls(**d)
         meta.check(where)
@@ -290,7 +299,7 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
         except Exception as exc:  # pyarrow raises several types for a corrupt file
             raise InputError(f"{where}: not a readable Parquet file ({_first_line(exc)})") from None
         stored = (table.schema.metadata or {}).get(_META_KEY)
-        file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
+        file_meta = ScoreMeta.from_dict(_parquet_meta(stored, where), where) if stored else ScoreMeta(source=where)
         frame = table.to_pandas()
         return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=1)
     if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
@@ -332,6 +341,15 @@ def write_scores(table: ScoreTable, path: str | os.PathLike) -> Path:
     raise InputError(f"{path}: unknown output type {path.suffix!r}; expected .csv or .parquet")
 
 
+def _parquet_meta(stored: bytes, where: str) -> dict:
+    """The ``rlaudit`` key of a Parquet schema's metadata, parsed (JSON)."""
+    try:
+        return loads_nested(json.loads, stored.decode("utf-8"), where)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{where}: the Parquet metadata key 'rlaudit' is not JSON ({exc}); rewrite the file "
+                         f"with rlaudit import tidy, or drop that key") from None
+
+
 def _read_csv_meta(path: Path) -> tuple[dict, int]:
     """Parse leading ``# rlaudit.<field>: <json>`` lines; return (meta dict, number of comment lines)."""
     import gzip
@@ -349,7 +367,7 @@ def _read_csv_meta(path: Path) -> tuple[dict, int]:
                 if body.startswith("rlaudit.") and ":" in body:
                     k, v = body[len("rlaudit."):].split(":", 1)
                     try:
-                        meta[k.strip()] = json.loads(v.strip())
+                        meta[k.strip()] = loads_nested(json.loads, v.strip(), f"{path}: line {n}")
                     except json.JSONDecodeError:
                         meta[k.strip()] = v.strip()
     except (UnicodeDecodeError, OSError) as exc:

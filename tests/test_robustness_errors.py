@@ -111,3 +111,32 @@ def test_a_reader_beside_a_live_writer_removes_nothing(tmp_path, pl):
     con = open_readonly(path)
     assert con.execute("SELECT value FROM meta WHERE key='probe'").fetchone()[0] == "x"
     con.close()
+
+
+# ----------------------------------------------------------------------------------- score-file metadata
+
+def _parquet_with_meta(path, stored: bytes):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"algorithm": ["A", "B"], "task": ["t", "t"], "run": ["0", "0"], "budget": [1, 1],
+                      "score": [1.0, 2.0]})
+    pq.write_table(table.replace_schema_metadata({b"rlaudit": stored}), path)
+    return path
+
+
+@pytest.mark.parametrize("stored", [b"[1, 2]", b"not json", b'{"notes": 5}', b'{"budget_unit": 5}',
+                                    b'{"notes": [1]}', b'{"source": {}}', b"\xff"])
+def test_parquet_metadata_of_the_wrong_shape_is_one_line(tmp_path, stored):
+    path = _parquet_with_meta(tmp_path / "s.parquet", stored)
+    line = one_line_error(invoke("audit", path, "--out", tmp_path))
+    assert str(path) in line
+    assert not (tmp_path / "audit.json").exists()
+
+
+@pytest.mark.parametrize("header", ["# rlaudit.notes: 5", "# rlaudit.score_kind: []", "# rlaudit.source: {}",
+                                    "# rlaudit.notes: " + "[" * DEEP + "]" * DEEP])
+def test_csv_metadata_of_the_wrong_shape_is_one_line(tmp_path, header):
+    path = tmp_path / "s.csv"
+    path.write_text(header + "\nalgorithm,task,run,budget,score\nA,t,0,1,1\nB,t,0,1,2\n")
+    assert str(path) in one_line_error(invoke("audit", path, "--out", tmp_path))
