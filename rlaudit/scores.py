@@ -55,7 +55,38 @@ SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
 BUDGET_MAX = 2**63 - 1
 """Largest budget a table holds (``int64``); larger ones are refused, never wrapped."""
-"""Columns that identify a row; duplicates are an error."""
+
+
+def exact_whole(number: str, scale: int = 1) -> int | None:
+    """``number`` (a decimal numeral such as ``"1.5"`` or ``"2e5"``) times ``scale``, exactly, as an ``int``;
+    ``None`` when that is not a whole number. No float is involved, so ``"9007199254740993"`` stays exact.
+
+    Raises:
+        OverflowError: the value is past :data:`BUDGET_MAX` in magnitude (judged from the exponent first, so
+            that ``"1e400"`` or ``"1e999999999"`` costs nothing).
+        ValueError: ``number`` is not a decimal numeral.
+    """
+    import decimal
+    from fractions import Fraction
+
+    try:
+        d = decimal.Decimal(number)
+    except decimal.InvalidOperation:
+        raise ValueError(f"not a number: {number!r}") from None
+    if not d.is_finite():
+        raise ValueError(f"not a finite number: {number!r}")
+    if d == 0:
+        return 0
+    if d.adjusted() + len(str(abs(scale))) - 1 > len(str(BUDGET_MAX)):
+        raise OverflowError(number)
+    if d.adjusted() < -len(str(BUDGET_MAX)):  # a nonzero value this small is no whole number
+        return None
+    value = Fraction(d) * scale
+    if value.denominator != 1:
+        return None
+    if abs(value) > BUDGET_MAX:
+        raise OverflowError(number)
+    return int(value)
 
 _META_KEY = b"rlaudit"
 

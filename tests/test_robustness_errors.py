@@ -140,3 +140,62 @@ def test_csv_metadata_of_the_wrong_shape_is_one_line(tmp_path, header):
     path = tmp_path / "s.csv"
     path.write_text(header + "\nalgorithm,task,run,budget,score\nA,t,0,1,1\nB,t,0,1,2\n")
     assert str(path) in one_line_error(invoke("audit", path, "--out", tmp_path))
+
+
+# ----------------------------------------------------------------------------------- numbers
+
+@pytest.mark.parametrize("seed", ["NaN", "Infinity", "-Infinity"])
+def test_rliable_record_seed_that_is_not_finite(tmp_path, seed):
+    path = tmp_path / "DER.json"
+    path.write_text('[{"game": "Pong", "seed": ' + seed + ', "HNS": 0.5}]')
+    line = one_line_error(invoke("import", "rliable", path, "--budget", "100k", "-o", tmp_path / "o.csv"))
+    assert line.startswith(f"error: {path}: record 1: needs a 'seed'")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("value", ["1e400", "1e999999999", "9" * 400, "1e19"])
+def test_counts_past_int64_are_out_of_range_not_a_traceback(tmp_path, value):
+    from rlaudit.importers._common import parse_count
+
+    with pytest.raises(InputError, match=r"^where: .* is out of range: at most 9,223,372,036,854,775,807"):
+        parse_count(value, "where")
+    scores = tmp_path / "s.csv"
+    scores.write_text("algorithm,task,run,budget,score\nA,t,0,1,1\nB,t,0,1,2\n")
+    assert "--budgets: " in one_line_error(invoke("audit", scores, "--budgets", value, "--out", tmp_path))
+    published = tmp_path / "pong.json"
+    published.write_text('{"Pong": [1.0, 2.0]}')
+    line = one_line_error(invoke("import", "rliable", published, "--budget", value, "-o", tmp_path / "o.csv"))
+    assert "option 'budget'" in line and "out of range" in line
+    wide = tmp_path / "wide.csv"
+    wide.write_text(f"game,budget,DQN\nPong,{value},1.0\n")
+    line = one_line_error(invoke("import", "wide", wide, "-o", tmp_path / "o.csv"))
+    assert line.startswith(f"error: {wide}: line 2") and "out of range" in line
+
+
+def test_counts_are_parsed_exactly():
+    from rlaudit.importers._common import parse_count
+    from rlaudit.scores import BUDGET_MAX
+
+    assert parse_count("9007199254740993", "") == 9007199254740993  # 2^53 + 1: a float would drop the 1
+    assert parse_count(str(BUDGET_MAX), "") == BUDGET_MAX
+    assert parse_count("1.5M", "") == 1_500_000 and parse_count("2e5", "") == 200_000
+    with pytest.raises(InputError, match="expected a whole number"):
+        parse_count("1e-400", "")
+
+
+@pytest.mark.parametrize("budget", ["100000000000000000000", "9" * 400])
+def test_rerun_budgets_out_of_range_are_named_so(budget):
+    from rlaudit.protocol.rerun import parse_budgets
+
+    with pytest.raises(InputError, match=r"^--budgets: .* is out of range: a budget is at most"):
+        parse_budgets(budget)
+
+
+def test_rerun_of_a_huge_budget_gets_a_usable_exact_regime_name(tmp_path):
+    from rlaudit.protocol.rerun import budget_name
+
+    assert budget_name(10**18) == "1000000000G"
+    assert budget_name(1_234_567) == "1234.567k" and budget_name(1_234_568) == "1234.568k"  # not both 1234.57k
+    result = invoke("validate", "protocols/published/dopamine-atari-200m.toml", "--suite", "minatar",
+                    "--budgets", "1000000000000000000")
+    assert result.exit_code == 0, result.output

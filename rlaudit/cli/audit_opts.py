@@ -40,15 +40,20 @@ def _budgets(value: str | None) -> tuple[int, ...] | None:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
         raise InputError("--budgets: expected a comma-separated list of integer budgets, e.g. 100000,200000")
+    from rlaudit.scores import BUDGET_MAX, exact_whole
+
     out = []
     for v in items:
         try:
-            f = float(v.replace("_", ""))
+            budget = exact_whole(v.replace("_", ""))
         except ValueError:
-            raise InputError(f"--budgets: {v!r} is not an integer budget") from None
-        if f != int(f):
+            budget = None
+        except OverflowError:
+            raise InputError(f"--budgets: {v!r} is out of range: a budget is at most {BUDGET_MAX:,} "
+                             f"(2^63 - 1)") from None
+        if budget is None:
             raise InputError(f"--budgets: {v!r} is not an integer budget")
-        out.append(int(f))
+        out.append(budget)
     return tuple(out)
 
 
