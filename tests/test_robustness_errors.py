@@ -199,3 +199,37 @@ def test_rerun_of_a_huge_budget_gets_a_usable_exact_regime_name(tmp_path):
     result = invoke("validate", "protocols/published/dopamine-atari-200m.toml", "--suite", "minatar",
                     "--budgets", "1000000000000000000")
     assert result.exit_code == 0, result.output
+
+
+# ----------------------------------------------------------------------------------- evaluations.npz headers
+
+def _npz_claiming(path, n_steps: int, data_bytes: int):
+    import io
+    import zipfile
+
+    import numpy as np
+
+    def npy(shape, descr):
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+        return buf.getvalue() + b"\0" * data_bytes
+
+    path.parent.mkdir(parents=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("timesteps.npy", npy((n_steps,), "<i8"))
+        archive.writestr("results.npy", npy((10, 1), "<f8"))
+    return path
+
+
+@pytest.mark.parametrize("n_steps, message", [
+    (10**12, "array 'timesteps' claims shape (1000000000000,) (1,000,000,000,000 values), more than 50,000,000"),
+    (1000, "array 'timesteps' claims shape (1000,) (8,000 bytes) but the archive holds 80 bytes for it"),
+])
+def test_npz_header_claiming_more_than_it_holds_is_refused_before_allocating(tmp_path, n_steps, message):
+    import resource
+
+    path = _npz_claiming(tmp_path / "logs" / "ppo" / "CartPole-v1_1" / "evaluations.npz", n_steps, 80)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    line = one_line_error(invoke("import", "zoo", tmp_path / "logs", "-o", tmp_path / "o.csv"))
+    assert line.startswith(f"error: {path}: {message}")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: nothing big allocated
