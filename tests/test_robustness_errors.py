@@ -233,3 +233,37 @@ def test_npz_header_claiming_more_than_it_holds_is_refused_before_allocating(tmp
     line = one_line_error(invoke("import", "zoo", tmp_path / "logs", "-o", tmp_path / "o.csv"))
     assert line.startswith(f"error: {path}: {message}")
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: nothing big allocated
+
+
+# ----------------------------------------------------------------------------------- report of a bad audit.json
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "audit.json")
+
+
+def _changed_audit(tmp_path, change) -> str:
+    with open(GOLDEN, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    change(doc)
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["data"]["algorithms"].append("C51"), "data.algorithms lists 'C51' twice"),
+    (lambda d: d["data"]["tasks"].append("Pong"), "data.tasks lists 'Pong' twice"),
+    (lambda d: d["data"]["design"][2].pop("n_runs"), "data.design[2] lacks key 'n_runs'"),
+    (lambda d: d["data"]["design"][0].pop("algorithm"), "data.design[0] lacks key 'algorithm'"),
+    (lambda d: d["data"]["design"][0].update(n_runs="8"), "data.design[0].n_runs is '8', expected an integer"),
+    (lambda d: d["settings"].update(confidence="95%"), "settings.confidence is '95%', expected a number"),
+    (lambda d: d["settings"].update(reps=[1]), "settings.reps is [1], expected an integer"),
+    (lambda d: d["settings"].update(metrics="iqm"), "settings.metrics is 'iqm', expected a list of strings"),
+    (lambda d: d["settings"].update(budgets_of_interest=["10M"]),
+     "settings.budgets_of_interest is ['10M'], expected a list of integers"),
+], ids=["dup-algorithm", "dup-task", "design-n_runs", "design-algorithm", "design-type", "confidence", "reps",
+        "metrics", "budgets_of_interest"])
+def test_report_of_a_malformed_audit_json_is_one_line(tmp_path, change, message):
+    path = _changed_audit(tmp_path, change)
+    line = one_line_error(invoke("report", path, "-o", tmp_path / "rep"))
+    assert line == f"error: {path}: {message}"
+    assert not (tmp_path / "rep").exists()
