@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import warnings
 
 import pytest
 from click.testing import CliRunner
@@ -267,3 +268,51 @@ def test_report_of_a_malformed_audit_json_is_one_line(tmp_path, change, message)
     line = one_line_error(invoke("report", path, "-o", tmp_path / "rep"))
     assert line == f"error: {path}: {message}"
     assert not (tmp_path / "rep").exists()
+
+
+# ----------------------------------------------------------------------------------- huge scores, normalisation
+
+def _scores(tmp_path, value: str, name: str = "s.csv"):
+    path = tmp_path / name
+    path.write_text("algorithm,task,run,budget,score\n" + "".join(
+        f"{a},{t},{r},100,{value if (a, r) == ('A', 0) else 1.0}\n" for a in "AB" for t in "tu" for r in (0, 1)))
+    return path
+
+
+@pytest.mark.parametrize("value", ["1.7e308", "-1.7e308", "1e200"])
+def test_finite_scores_too_large_to_average_are_one_line(tmp_path, value):
+    path = _scores(tmp_path, value)
+    line = one_line_error(invoke("audit", path, "--out", tmp_path))
+    assert line.startswith(f"error: {path}: score {float(value):.4g} of A on t (run 0, budget 100) is too large "
+                           f"for the bootstrap")
+    assert not (tmp_path / "audit.json").exists()
+
+
+def test_scores_at_the_magnitude_limit_are_audited_without_overflow(tmp_path):
+    from rlaudit.audit.engine import SCORE_LIMIT as limit
+    path = tmp_path / "s.csv"
+    path.write_text("algorithm,task,run,budget,score\n" + "".join(
+        f"{a},{t},{r},100,{float(sign * limit)!r}\n" for a, sign0 in (("A", 1), ("B", -1)) for t in "tu" for r in (0, 1)
+        for sign in [sign0 * (1 if r == 0 or t == "u" else -1)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an overflow anywhere in the bootstrap fails the test
+        result = invoke("audit", path, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert all(o["diff_se"] is not None and o["diff_se"] > 0 for o in doc["orderings"])
+
+
+@pytest.mark.parametrize("spec, remedy", [("divide:1e-320", "a larger divisor"),
+                                          ("minmax:refs.csv", "other reference scores")])
+def test_a_normalisation_that_overflows_names_the_option_not_the_file(tmp_path, spec, remedy, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "refs.csv").write_text("task,low,high\nt,0,1e-320\nu,0,1e-320\n")
+    path = _scores(tmp_path, "2.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's "overflow encountered in divide" fails the test
+        result = invoke("audit", path, "--normalize", spec, "--out", tmp_path)
+    line = one_line_error(result)
+    assert line == (f"error: --normalize: normalising the score 2 of A on t (run 0, budget 100) overflows to "
+                    f"infinity; choose {remedy}")
+    assert "RuntimeWarning" not in result.output
+
