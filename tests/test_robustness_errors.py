@@ -316,3 +316,24 @@ def test_a_normalisation_that_overflows_names_the_option_not_the_file(tmp_path, 
                     f"infinity; choose {remedy}")
     assert "RuntimeWarning" not in result.output
 
+
+
+# ----------------------------------------------------------------------------------- misleading messages
+
+@pytest.mark.parametrize("alpha", ["1e-300", "5e-324", "1e-9"])
+def test_a_tiny_alpha_is_blamed_on_alpha_in_one_short_line(tmp_path, alpha):
+    import re
+
+    from rlaudit.audit import AuditSettings, _check_alpha
+    from rlaudit.audit.engine import select
+    from rlaudit.scores import read_scores
+
+    path = _scores(tmp_path, "2.0")
+    line = one_line_error(invoke("audit", path, "--alpha", alpha, "--out", tmp_path))
+    assert line.startswith(f"error: --alpha: alpha = {float(alpha):g} needs ") and len(line) < 200, line
+    suggested = float(re.search(r"use an alpha of (\S+) or more", line).group(1))
+    table = read_scores(path)
+    sel = select(table, AuditSettings(), (), str(path))
+    _check_alpha(sel, 4, AuditSettings(alpha=suggested))  # the advice works
+    with pytest.raises(InputError):
+        _check_alpha(sel, 4, AuditSettings(alpha=suggested / 2))  # and is not far from the limit
