@@ -320,6 +320,23 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
     Metadata stored in the file is used unless ``meta`` is given, which overrides it.
     """
     path = existing_file(path, "score file (.csv, .csv.gz or .parquet)")
+    frame, file_meta, line_offset = _read_frame(path)
+    return ScoreTable.from_frame(frame, meta or file_meta, str(path), line_offset=line_offset)
+
+
+def key_line(path: str | os.PathLike, key: tuple) -> int | None:
+    """Line (CSV) or row (Parquet) of the score file ``path`` that holds ``key`` = (algorithm, task, run, budget),
+    as :func:`read_scores` numbers them in messages; ``None`` when no row has it."""
+    frame, _, line_offset = _read_frame(Path(path))
+    keys = pd.DataFrame({c: frame[c].map(_id_str) for c in ("algorithm", "task", "run")})
+    keys["budget"] = pd.to_numeric(frame["budget"], errors="coerce")
+    hit = np.flatnonzero(((keys[["algorithm", "task", "run"]] == list(key[:3])).all(axis=1)
+                          & (keys["budget"] == key[3])).to_numpy())
+    return int(hit[0]) + line_offset if hit.size else None
+
+
+def _read_frame(path: Path) -> tuple[pd.DataFrame, ScoreMeta, int]:
+    """``(frame as read, metadata stored in the file, line_offset)`` of a tidy score file (not validated)."""
     where = str(path)
     suffixes = "".join(path.suffixes[-2:]).lower()
     if path.suffix.lower() == ".parquet":
@@ -331,8 +348,7 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
             raise InputError(f"{where}: not a readable Parquet file ({_first_line(exc)})") from None
         stored = (table.schema.metadata or {}).get(_META_KEY)
         file_meta = ScoreMeta.from_dict(_parquet_meta(stored, where), where) if stored else ScoreMeta(source=where)
-        frame = table.to_pandas()
-        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=1)
+        return table.to_pandas(), file_meta, 1
     if suffixes.endswith(".csv") or suffixes.endswith(".csv.gz") or path.suffix.lower() == ".tsv":
         header, n_comment = _read_csv_meta(path)
         file_meta = ScoreMeta.from_dict(header, where) if header else ScoreMeta(source=where)
@@ -345,7 +361,13 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None) -> Score
             raise InputError(f"{where}: not a readable CSV file ({_first_line(exc)})") from None
         except (EOFError, OSError, zlib.error) as exc:  # gzip: truncated stream, bad header or CRC
             raise InputError(f"{where}: truncated or corrupt gzip data ({_first_line(exc)})") from None
-        return ScoreTable.from_frame(frame, meta or file_meta, where, line_offset=2 + n_comment)
+        if not isinstance(frame.index, pd.RangeIndex):
+            # pandas takes the first column as the index when the rows have one field more than the header,
+            # which shifts every column by one (the scores land under 'budget')
+            raise InputError(f"{where}: line {2 + n_comment} has {len(frame.columns) + 1} fields but the header "
+                             f"(line {1 + n_comment}) names {len(frame.columns)} columns; remove the comma at the "
+                             f"end of each row, or name the extra column")
+        return frame, file_meta, 2 + n_comment
     raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz or .parquet")
 
 

@@ -337,3 +337,35 @@ def test_a_tiny_alpha_is_blamed_on_alpha_in_one_short_line(tmp_path, alpha):
     _check_alpha(sel, 4, AuditSettings(alpha=suggested))  # the advice works
     with pytest.raises(InputError):
         _check_alpha(sel, 4, AuditSettings(alpha=suggested / 2))  # and is not far from the limit
+
+
+TIDY_ROWS = "A,t,0,100,1.0\nA,t,1,100,2.0\nB,t,0,100,1.5\nB,t,1,100,2.5\n"
+
+
+def test_rows_ending_in_a_comma_are_named_as_such_not_as_bad_budgets(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text("# rlaudit.budget_unit: \"frames\"\nalgorithm,task,run,budget,score\n"
+                    + TIDY_ROWS.replace("\n", ",\n"))
+    for argv in (["audit", path, "--out", tmp_path], ["import", "tidy", path, "-o", tmp_path / "o.csv"]):
+        line = one_line_error(invoke(*argv))
+        assert line == (f"error: {path}: line 3 has 6 fields but the header (line 2) names 5 columns; remove the "
+                        f"comma at the end of each row, or name the extra column")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_duplicates_across_two_tidy_files_name_each_file_and_line(tmp_path, suffix):
+    from rlaudit.scores import ScoreTable, read_scores, write_scores
+
+    first = tmp_path / "first.csv"
+    first.write_text("algorithm,task,run,budget,score\n" + TIDY_ROWS)
+    second = tmp_path / f"second{suffix}"
+    csv = tmp_path / "second.csv"
+    csv.write_text("algorithm,task,run,budget,score\nC,t,0,100,1\nC,t,1,100,2\nB,t,1,100,9\n")
+    if suffix == ".parquet":  # written sorted: B's row comes first
+        write_scores(ScoreTable.from_frame(read_scores(csv).frame), second)
+    line = one_line_error(invoke("import", "tidy", first, second, "-o", tmp_path / "o.csv"))
+    where = "line 4" if suffix == ".csv" else "line 1"
+    assert line == (f"error: {second}: {where}: row (B, t, run 1, budget 100) is also in {first}, line 5; each "
+                    f"(algorithm, task, run, budget) may come from one file only")
+    assert not (tmp_path / "o.csv").exists()
