@@ -369,3 +369,26 @@ def test_duplicates_across_two_tidy_files_name_each_file_and_line(tmp_path, suff
     assert line == (f"error: {second}: {where}: row (B, t, run 1, budget 100) is also in {first}, line 5; each "
                     f"(algorithm, task, run, budget) may come from one file only")
     assert not (tmp_path / "o.csv").exists()
+
+
+# ----------------------------------------------------------------------------------- Ray
+
+@pytest.mark.parametrize("env, message", [
+    ('{"working_dir": 5}', "`working_dir` must be a string"),
+    ('{"env_vars": {"A": 1}}', "runtime_env['env_vars'] must be of type Dict[str, str]"),
+    ('{"pip": 5}', "runtime_env['pip'] must be of type str or List[str]"),
+    ('{"config": {"setup_timeout_seconds": "x"}}', "setup_timeout_seconds must be of type int"),
+])
+def test_wrongly_typed_runtime_env_field_is_one_line_before_ray_starts(tmp_path, env, message):
+    pytest.importorskip("ray")
+    from rlaudit.run.ray_executor import RayExecutor
+
+    with pytest.raises(InputError) as exc:
+        RayExecutor(runtime_env=env)
+    assert str(exc.value).startswith(f"runtime_env: {message}") and "\n" not in str(exc.value)
+    path = tmp_path / "env.json"
+    path.write_text(env)
+    with pytest.raises(InputError, match=f"^runtime_env file {path}: "):
+        RayExecutor(runtime_env=str(path))
+    with pytest.raises(InputError, match="^runtime_env: "):
+        RayExecutor(runtime_env=json.loads(env))

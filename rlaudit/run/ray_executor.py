@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError
+from rlaudit.io import loads_nested
 from rlaudit.run.executors import EventSink
 from rlaudit.run.spec import RunSpec
 
@@ -90,8 +91,10 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
     if value is None:
         value = os.environ.get(RUNTIME_ENV_VAR) or None
         where = RUNTIME_ENV_VAR
-    if value is None or isinstance(value, dict):
+    if value is None:
         return value
+    if isinstance(value, dict):
+        return _mapping(value, where, "a mapping")
     text = value.strip()
     if not text.startswith("{"):
         path = Path(text)
@@ -111,16 +114,28 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
                 raise InputError(f"{where}: not valid YAML ({exc})") from None
             return _mapping(env, where, "a mapping such as {working_dir: ...}")
     try:
-        env = json.loads(text)
+        env = loads_nested(json.loads, text, where)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
     return _mapping(env, where, 'a JSON object such as {"working_dir": "..."}')
 
 
 def _mapping(env, where: str, expected: str) -> dict:
-    """``env`` when it is a mapping (what Ray's ``runtime_env`` is), else one line naming ``where``."""
+    """``env`` when it is a mapping (what Ray's ``runtime_env`` is) whose fields Ray accepts, else one line
+    naming ``where``. Ray's own checks run here, before anything connects, so that a wrongly typed field
+    (``{"working_dir": 5}``, ``env_vars`` values that are not strings) is not a traceback out of ``ray.init``."""
     if not isinstance(env, dict):
         raise InputError(f"{where}: expected {expected}")
+    try:
+        from ray.runtime_env import RuntimeEnv
+    except ImportError:
+        return env  # reported when the executor needs Ray (_INSTALL_HINT)
+    try:
+        RuntimeEnv(**env)
+    except TypeError as exc:
+        raise InputError(f"{where}: {_first_line(exc)}") from None
+    except ValueError:
+        pass  # a value Ray checks against this machine (a working_dir that is not here): ray.init names it
     return env
 
 
@@ -338,7 +353,7 @@ class RayExecutor:
                      logging_level="ERROR", configure_logging=True)
         except ConnectionError as exc:
             raise InputError(f"--address {address}: {exc}") from None
-        except ValueError as exc:  # a malformed runtime_env
+        except (TypeError, ValueError) as exc:  # a malformed runtime_env
             raise InputError(f"runtime_env: {exc}") from None
         finally:
             if main and sigterm is not None:
