@@ -392,3 +392,62 @@ def test_wrongly_typed_runtime_env_field_is_one_line_before_ray_starts(tmp_path,
         RayExecutor(runtime_env=str(path))
     with pytest.raises(InputError, match="^runtime_env: "):
         RayExecutor(runtime_env=json.loads(env))
+
+
+@pytest.mark.timeout(400)
+def test_ray_inbox_actor_killed_mid_sweep_records_the_runs_failed(tmp_path):
+    """SIGKILL the driver's inbox actor once a run has stored an evaluation: every unfinished run is recorded
+    failed, the summary is printed, the exit status is 1, and no traceback is shown."""
+    import signal
+    import subprocess
+    import time
+
+    pytest.importorskip("ray")
+    from tests.ray_cluster import BIN, LoopbackCluster, loopback_unavailable
+
+    why_not = loopback_unavailable()
+    if why_not is not None:
+        pytest.skip(f"loopback Ray cluster: {why_not}")
+    store = tmp_path / "store.sqlite"
+    sweep = os.path.join(os.path.dirname(__file__), "data", "ray_sweep.toml")
+    with LoopbackCluster(node_cpus=(2,)) as cluster:
+        proc = cluster.popen([str(BIN / "rlaudit"), "run", sweep, "--store", str(store), "--executor", "ray",
+                              "--address", cluster.address], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        killed = False
+        try:
+            deadline = time.monotonic() + 240
+            while not killed and proc.poll() is None and time.monotonic() < deadline:
+                inbox = list(cluster.task_pids("_Inbox"))
+                if inbox and _stored_evaluations(store):
+                    os.kill(inbox[0], signal.SIGKILL)
+                    killed = True
+                time.sleep(0.05)
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert killed, err
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
+        next(ln for ln in err.splitlines() if ln.startswith("error:") and "runs failed" in ln)]
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    statuses = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
+    errors = [e for (e,) in con.execute("SELECT error FROM runs WHERE status='failed'")]
+    con.close()
+    assert set(statuses.values()) <= {"done", "failed"} and "failed" in statuses.values(), statuses
+    assert all("event inbox (a Ray actor) died mid-sweep" in e for e in errors), errors
+    assert " failed" in err and "done" in err  # the summary
+
+
+def _stored_evaluations(store) -> bool:
+    try:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.2)
+        try:
+            return con.execute("SELECT count(*) FROM evaluations").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False

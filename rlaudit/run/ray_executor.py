@@ -451,7 +451,7 @@ class RayExecutor:
         self._print_nodes(sink)
 
     def _sweep(self, ray, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayTaskError, WorkerCrashedError
+        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, RayTaskError, WorkerCrashedError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = ray.get_runtime_context().get_node_id()
@@ -470,7 +470,11 @@ class RayExecutor:
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_INTERVAL_S)
-                router.dispatch(ray.get(inbox.drain.remote()))
+                try:
+                    router.dispatch(ray.get(inbox.drain.remote()))
+                except RayActorError as exc:
+                    self._inbox_lost(ray, pending, router, sink, exc)
+                    return
                 for ref in ready:
                     spec = pending.pop(ref)
                     node = router.node_of(spec.run_id)
@@ -503,6 +507,20 @@ class RayExecutor:
                 ray.kill(inbox)
             except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to clean
                 pass
+
+    def _inbox_lost(self, ray, pending: dict, router: _EventRouter, sink: EventSink, exc: BaseException) -> None:
+        """The inbox actor died (killed, or its node lost): the events of every unfinished run are gone with
+        it, so each is recorded failed (the next ``rlaudit run`` retries it) and its task is cancelled."""
+        reason = (f"{type(exc).__name__}: the driver's event inbox (a Ray actor) died mid-sweep, taking this run's "
+                  f"unsent evaluations with it; the next 'rlaudit run' retries the run")
+        for ref, spec in pending.items():
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - the task may be finished or its node gone
+                pass
+            self._count(router.node_of(spec.run_id), "failed")
+            sink.failed(spec.run_id, f"{_first_line(exc)}\n{reason}")
+        pending.clear()
 
     def _count(self, node: str, what: str) -> None:
         self.node_counts.setdefault(node, Counter())[what] += 1
