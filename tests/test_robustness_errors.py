@@ -451,3 +451,29 @@ def _stored_evaluations(store) -> bool:
             con.close()
     except sqlite3.Error:
         return False
+
+
+def test_deep_yaml_runtime_env_is_one_line(tmp_path):
+    pytest.importorskip("yaml")
+    from rlaudit.run.ray_executor import load_runtime_env
+
+    path = tmp_path / "env.yaml"
+    path.write_text("a: " + "[" * DEEP + "]" * DEEP + "\n")
+    with pytest.raises(InputError, match=f"^runtime_env file {path}: arrays or tables nested more than"):
+        load_runtime_env(str(path))
+
+
+@pytest.mark.parametrize("flag, value", [("--gamma", "1e400"), ("--min-effect", "1e400"), ("--alpha", "-inf"),
+                                         ("--gamma", "nan")])
+def test_infinite_audit_settings_are_refused(tmp_path, flag, value):
+    path = _scores(tmp_path, "2.0")
+    line = one_line_error(invoke("audit", path, flag, value, "--out", tmp_path))
+    assert line.startswith(f"error: {flag}: must be a finite number, got ")
+    assert not (tmp_path / "audit.json").exists()
+
+
+def test_infinite_audit_setting_in_a_protocol_names_the_key(tmp_path):
+    from rlaudit.audit.settings import AuditSettings
+
+    with pytest.raises(InputError, match=r"^p.toml: audit.gamma: must be a finite number, got inf"):
+        AuditSettings.from_section({"gamma": float("inf")}, "p.toml").check()

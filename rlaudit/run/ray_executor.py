@@ -109,7 +109,7 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
             except ImportError:
                 raise InputError(f"{where}: reading YAML needs PyYAML (or give JSON)") from None
             try:
-                env = yaml.safe_load(text)
+                env = loads_nested(yaml.safe_load, text, where)
             except yaml.YAMLError as exc:
                 raise InputError(f"{where}: not valid YAML ({exc})") from None
             return _mapping(env, where, "a mapping such as {working_dir: ...}")
