@@ -53,6 +53,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = ("score_kind", "regime", "regime_kind", "eva
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
+"""Columns that identify a row; duplicates are an error."""
 BUDGET_MAX = 2**63 - 1
 """Largest budget a table holds (``int64``); larger ones are refused, never wrapped."""
 
@@ -87,6 +88,7 @@ def exact_whole(number: str, scale: int = 1) -> int | None:
     if abs(value) > BUDGET_MAX:
         raise OverflowError(number)
     return int(value)
+
 
 _META_KEY = b"rlaudit"
 
