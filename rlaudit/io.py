@@ -19,6 +19,11 @@ OUTPUT_SIGNATURES = {".json": None, ".html": '<meta name="generator" content="rl
 report file of that kind (the HTML head, the Markdown footer, the LaTeX header comment)."""
 
 
+MAX_NESTING = 32
+"""Deepest nesting of arrays and tables a protocol, claims file or JSON document may have: far past any real
+one, and shallow enough that parsing, checking and hashing never hit Python's recursion limit."""
+
+
 def existing_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path` when it names an existing file that is not a folder.
 
@@ -170,6 +175,38 @@ def ensure_writable_dir(path: Path) -> None:
         raise InputError(f"{path}: cannot create output directory ({exc.strerror})") from None
     if not os.access(path, os.W_OK):
         raise InputError(f"{path}: output directory is not writable")
+
+
+def check_nesting(doc, where: str, limit: int = MAX_NESTING) -> None:
+    """Raise :class:`InputError` naming ``where`` when lists and dicts in ``doc`` nest deeper than ``limit``.
+
+    Iterative, so that a hostile document cannot exhaust the stack while being measured.
+    """
+    stack = [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= limit:
+                raise _too_deep(where, limit)
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def loads_nested(loads, text: str, where: str):
+    """``loads(text)`` (``tomllib.loads`` or ``json.loads``) refusing documents nested past :data:`MAX_NESTING`.
+
+    The parser's own syntax errors propagate unchanged, for the caller's message.
+    """
+    try:
+        doc = loads(text)
+    except RecursionError:
+        raise _too_deep(where, MAX_NESTING) from None
+    check_nesting(doc, where)
+    return doc
+
+
+def _too_deep(where: str, limit: int) -> InputError:
+    return InputError(f"{where}: arrays or tables nested more than {limit} levels deep; no protocol or result "
+                      f"needs that many")
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError, did_you_mean, format_rows
-from rlaudit.io import atomic_path, check_csv_table, csv_rows, existing_file
+from rlaudit.io import atomic_path, check_csv_table, csv_rows, existing_file, loads_nested
 
 COLUMNS: tuple[str, ...] = ("algorithm", "task", "run", "budget", "score")
 """Required columns, in canonical order."""
@@ -60,9 +60,42 @@ algorithm, task or run may be named ``None`` or ``NA`` (pandas' default would re
 
 SCORE_KINDS: tuple[str, ...] = ("eval", "train")
 KEY: tuple[str, ...] = ("algorithm", "task", "run", "budget")
+"""Columns that identify a row; duplicates are an error."""
 BUDGET_MAX = 2**63 - 1
 """Largest budget a table holds (``int64``); larger ones are refused, never wrapped."""
-"""Columns that identify a row; duplicates are an error."""
+
+
+def exact_whole(number: str, scale: int = 1) -> int | None:
+    """``number`` (a decimal numeral such as ``"1.5"`` or ``"2e5"``) times ``scale``, exactly, as an ``int``;
+    ``None`` when that is not a whole number. No float is involved, so ``"9007199254740993"`` stays exact.
+
+    Raises:
+        OverflowError: the value is past :data:`BUDGET_MAX` in magnitude (judged from the exponent first, so
+            that ``"1e400"`` or ``"1e999999999"`` costs nothing).
+        ValueError: ``number`` is not a decimal numeral.
+    """
+    import decimal
+    from fractions import Fraction
+
+    try:
+        d = decimal.Decimal(number)
+    except decimal.InvalidOperation:
+        raise ValueError(f"not a number: {number!r}") from None
+    if not d.is_finite():
+        raise ValueError(f"not a finite number: {number!r}")
+    if d == 0:
+        return 0
+    if d.adjusted() + len(str(abs(scale))) - 1 > len(str(BUDGET_MAX)):
+        raise OverflowError(number)
+    if d.adjusted() < -len(str(BUDGET_MAX)):  # a nonzero value this small is no whole number
+        return None
+    value = Fraction(d) * scale
+    if value.denominator != 1:
+        return None
+    if abs(value) > BUDGET_MAX:
+        raise OverflowError(number)
+    return int(value)
+
 
 _META_KEY = b"rlaudit"
 
@@ -94,14 +127,23 @@ class ScoreMeta:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "metadata") -> ScoreMeta:
-        """Build from a plain dict, rejecting unknown keys with a clear message."""
+        """Build from a plain dict, rejecting unknown keys and wrongly typed values with a clear message."""
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: score metadata must be an object of fields, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
-            k = sorted(unknown)[0]
-            raise InputError(f"{where}: unknown score metadata field {k!r}{did_you_mean(k, names)}")
+            k = sorted(unknown, key=str)[0]
+            raise InputError(f"{where}: unknown score metadata field {k!r}{did_you_mean(str(k), names)}")
         d = dict(d)
+        for f in dataclasses.fields(cls):
+            value = d.get(f.name, "")
+            if isinstance(f.default, str) and not isinstance(value, str):
+                raise InputError(f"{where}: score metadata field {f.name!r} must be a string, got {value!r}")
         if "notes" in d:
+            if not isinstance(d["notes"], (list, tuple)) or not all(isinstance(n, str) for n in d["notes"]):
+                raise InputError(f"{where}: score metadata field 'notes' must be a list of strings, "
+                                 f"got {d['notes']!r}")
             d["notes"] = tuple(d["notes"])
         meta = cls(**d)
         meta.check(where)
@@ -324,7 +366,27 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
         strict: a CSV row with an empty score cell is an error; by default it is a missing score, left
             out and counted in ``meta.notes`` (as the wide importer does).
     """
-    path = existing_file(path, "score file (.csv, .csv.gz or .parquet)")
+    path = existing_file(path, "score file (.csv, .csv.gz, .tsv or .parquet)")
+    frame, file_meta, line_offset, notes, empty = _read_frame(path, run_column, strict)
+    return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), str(path), line_offset=line_offset,
+                                 leave_out=empty)
+
+
+def key_line(path: str | os.PathLike, key: tuple) -> int | None:
+    """Line (CSV) or row (Parquet) of the score file ``path`` that holds ``key`` = (algorithm, task, run, budget),
+    as :func:`read_scores` numbers them in messages; ``None`` when no row has it."""
+    frame, _, line_offset, _, _ = _read_frame(Path(path))
+    keys = pd.DataFrame({c: frame[c].map(_id_str) for c in ("algorithm", "task", "run")})
+    keys["budget"] = pd.to_numeric(frame["budget"], errors="coerce")
+    hit = np.flatnonzero(((keys[["algorithm", "task", "run"]] == list(key[:3])).all(axis=1)
+                          & (keys["budget"] == key[3])).to_numpy())
+    return int(hit[0]) + line_offset if hit.size else None
+
+
+def _read_frame(path: Path, run_column: str | None = None, strict: bool = False):
+    """``(frame as read, metadata stored in the file, line_offset, notes, empty)`` of a tidy score file (not
+    validated): ``notes`` say how the run column was found and which empty scores were left out; ``empty`` is
+    the mask of rows with an empty score cell (``None`` when there are none or ``strict``)."""
     where = str(path)
     suffixes = "".join(path.suffixes[-2:]).lower()
     if path.suffix.lower() == ".parquet":
@@ -335,9 +397,9 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
         except Exception as exc:  # pyarrow raises several types for a corrupt file
             raise InputError(f"{where}: not a readable Parquet file ({_first_line(exc)})") from None
         stored = (table.schema.metadata or {}).get(_META_KEY)
-        file_meta = ScoreMeta.from_dict(json.loads(stored), where) if stored else ScoreMeta(source=where)
+        file_meta = ScoreMeta.from_dict(_parquet_meta(stored, where), where) if stored else ScoreMeta(source=where)
         frame, notes = _run_column(table.to_pandas(), where, run_column)
-        return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=1)
+        return frame, file_meta, 1, notes, None
     if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
         header, n_comment = _read_csv_meta(path)
         meta_where = where
@@ -357,8 +419,7 @@ def read_scores(path: str | os.PathLike, meta: ScoreMeta | None = None, run_colu
                 lines = format_rows((np.flatnonzero(empty) + 2 + n_comment).tolist())
                 notes.append(f"{int(empty.sum())} row(s) with an empty score read as missing and left out "
                              f"(line {lines}); --strict refuses them")
-        return ScoreTable.from_frame(frame, _noted(meta or file_meta, notes), where, line_offset=2 + n_comment,
-                                     leave_out=empty)
+        return frame, file_meta, 2 + n_comment, notes, empty
     raise InputError(f"{where}: unknown score file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet")
 
 
@@ -457,6 +518,15 @@ def _check_csv_shape(path: Path, sep: str, n_comment: int) -> None:
         check_csv_table(csv_rows(fh, sep, first_line=n_comment + 1), str(path))
 
 
+def _parquet_meta(stored: bytes, where: str) -> dict:
+    """The ``rlaudit`` key of a Parquet schema's metadata, parsed (JSON)."""
+    try:
+        return loads_nested(json.loads, stored.decode("utf-8"), where)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{where}: the Parquet metadata key 'rlaudit' is not JSON ({exc}); rewrite the file "
+                         f"with rlaudit import tidy, or drop that key") from None
+
+
 def _read_csv_meta(path: Path) -> tuple[dict, int]:
     """Parse leading ``# rlaudit.<field>: <json>`` lines; return (meta dict, number of comment lines)."""
     import gzip
@@ -474,7 +544,7 @@ def _read_csv_meta(path: Path) -> tuple[dict, int]:
                 if body.startswith("rlaudit.") and ":" in body:
                     k, v = body[len("rlaudit."):].split(":", 1)
                     try:
-                        meta[k.strip()] = json.loads(v.strip())
+                        meta[k.strip()] = loads_nested(json.loads, v.strip(), f"{path}: line {n}")
                     except json.JSONDecodeError:
                         meta[k.strip()] = v.strip()
     except (UnicodeDecodeError, OSError) as exc:

@@ -147,6 +147,19 @@ MAX_REPLICATE_BYTES = 4 << 30
 for the joint max-T family); above it the audit is refused with the way out rather than running out of memory."""
 
 
+def _check_alpha(sel, n_metrics: int, settings: AuditSettings) -> None:
+    """Refuse, naming alpha, an alpha so small that the replicates it needs (20 m / alpha) cannot be held."""
+    from rlaudit.audit.orderings import MIN_REPS_PER_TEST
+
+    per_replicate = len(sel.algorithms) * len(sel.budgets) * n_metrics * 8
+    need = MIN_REPS_PER_TEST * max(sel.n_tests, 1) / settings.alpha  # a float: 1e-300 gives 6e+301, not digits
+    if need * per_replicate > MAX_REPLICATE_BYTES:
+        smallest = MIN_REPS_PER_TEST * max(sel.n_tests, 1) * per_replicate / MAX_REPLICATE_BYTES
+        raise InputError(f"{settings.where('alpha')}: alpha = {settings.alpha:g} needs {need:.3g} bootstrap replicates "
+                         f"(20 m / alpha for {sel.n_tests} tests), more than {MAX_REPLICATE_BYTES / 2**20:,.0f} MiB "
+                         f"holds; use an alpha of {float(f'{smallest * 1.05:.2g}'):g} or more")
+
+
 def _check_memory(sel, n_metrics: int, reps: int) -> None:
     need = len(sel.algorithms) * len(sel.budgets) * n_metrics * reps * 8
     if need > MAX_REPLICATE_BYTES:
@@ -182,6 +195,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
     metrics = list(dict.fromkeys(settings.metrics + tuple(c.metric for c in claims if c.metric)))
     progress = progress or engine.Progress()
     sel = engine.select(table, settings, claims, engine.where_of(table, source))
+    _check_alpha(sel, len(metrics), settings)
     reps = settings.reps_for(sel.n_tests)
     _check_memory(sel, len(metrics), reps)
     cost = _cost(len(sel.algorithms), len(sel.budgets), len(sel.audited), len(metrics), settings)

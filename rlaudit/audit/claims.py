@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.io import loads_nested
 from rlaudit.stats.metrics import METRICS
 
 CLAIM_KEYS: tuple[str, ...] = ("better", "worse", "metric", "budgets", "text", "source")
@@ -128,7 +129,7 @@ def load_claims_file(path: str | os.PathLike) -> tuple[Claim, ...]:
     if not path.is_file():
         raise InputError(f"{path}: no such claims file")
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        doc = loads_nested(tomllib.loads, path.read_text(encoding="utf-8-sig"), str(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc})") from None
     except (UnicodeDecodeError, OSError) as exc:

@@ -119,9 +119,11 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     keep = table.frame["budget"].isin(budgets) & table.frame["task"].isin(tasks)
     audited = table.frame[keep]
     _check_runs(audited, where)
+    _check_magnitude(audited, where, norm_label if norm is not None else "")
+    raw_audited = raw.frame[raw.frame["budget"].isin(budgets) & raw.frame["task"].isin(tasks)]
+    _check_magnitude(raw_audited, where, "")
     sets, run_ids = _score_sets(audited, table.algorithms, budgets, tasks)
-    raw_sets, _ = _score_sets(raw.frame[raw.frame["budget"].isin(budgets) & raw.frame["task"].isin(tasks)],
-                              table.algorithms, budgets, tasks)
+    raw_sets, _ = _score_sets(raw_audited, table.algorithms, budgets, tasks)
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
     return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
                      findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks))
@@ -198,6 +200,24 @@ def _check_runs(frame: pd.DataFrame, where: str) -> None:
         more = f" and {len(single) - 3} more" if len(single) > 3 else ""
         raise InputError(f"{where}: a single run for {', '.join(cells)}{more}; the stratified bootstrap needs at "
                          f"least 2 runs per task (drop the task or add runs)")
+
+
+SCORE_LIMIT = 1e100
+"""Largest score magnitude an audit takes. Far past any real score, and small enough that no sum, mean,
+difference, or sum of squared deviations over runs or over bootstrap replicates (variances and standard
+errors, up to 10^100 terms) can overflow to infinity."""
+
+
+def _check_magnitude(frame: pd.DataFrame, where: str, normalized: str) -> None:
+    scores = frame["score"].to_numpy(dtype=np.float64)
+    big = np.abs(scores) > SCORE_LIMIT
+    if big.any():
+        row = frame.iloc[int(np.argmax(big))]
+        what = f"normalised ({normalized}) score" if normalized else "score"
+        raise InputError(f"{where}: {what} {row['score']:.4g} of {row['algorithm']} on {row['task']} (run "
+                         f"{row['run']}, budget {row['budget']}) is too large for the bootstrap, whose variances "
+                         f"overflow past {SCORE_LIMIT:g} in magnitude; rescale the scores in the source (divide "
+                         f"them by 1e100, say)")
 
 
 def _score_sets(frame: pd.DataFrame, algorithms, budgets, tasks) -> tuple[dict, dict]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from rlaudit.errors import InputError
-from rlaudit.io import atomic_write_text
+from rlaudit.io import atomic_write_text, loads_nested
 
 SCHEMA_VERSION = 2
 """Version of ``audit.json``. History: 1 — first version (rlaudit 0.1.0); 2 — calibrated default
@@ -139,7 +139,7 @@ class AuditResult:
         """Read an ``audit.json`` file."""
         path = Path(path)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8-sig"))
+            doc = loads_nested(json.loads, path.read_text(encoding="utf-8-sig"), str(path))
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

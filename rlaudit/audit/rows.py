@@ -64,7 +64,7 @@ def _bool(v) -> bool:
 
 def _list_of(conv):
     def read(v):
-        if not isinstance(v, list):
+        if not isinstance(v, (list, tuple)):  # a list in audit.json, a tuple in a result still in memory
             raise TypeError
         return tuple(conv(x) for x in v)
     return read
@@ -464,6 +464,39 @@ class ChecklistItem(Finding):
         r = _Row.at(row, where, "checklist", index)
         return cls(r("id"), r("severity", choices=SEVERITIES), r("message"), r("advice", _str, ""),
                    r("details", _dict, {}))
+
+
+# --------------------------------------------------------------------------------------------- the header
+SETTING_KINDS: dict[str, Callable] = {
+    "metric": _str, "metrics": _STRS, "gamma": _float, "reps": _int, "reps_pairwise": _int, "seed": _int,
+    "alpha": _float, "confidence": _float, "interval_method": _str, "correction": _str,
+    "correction_description": _str, "n_tests": _int, "runs_needed_method": _str, "runs_needed_cap": _int,
+    "power": _float, "min_effect": _float, "small_sample": _bool, "budgets_requested": _INTS,
+    "budgets_of_interest": _INTS,
+}
+"""Type of each ``settings`` key a reader uses (``null`` allowed: not set)."""
+
+
+def check_header(doc: dict, where: str = "audit.json") -> None:
+    """Check the ``data`` and ``settings`` objects of an ``audit.json`` document, which the report reads
+    besides the rows: names listed once, design rows complete, settings of the documented types.
+
+    Raises:
+        InputError: one line naming the key (``audit.json: data.design[3] lacks key 'n_runs'``).
+    """
+    data = _Row(doc.get("data"), f"{where}: data")
+    for key in ("algorithms", "tasks"):
+        names = data(key, _STRS, what="a list of strings")
+        repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if repeated is not None:
+            raise InputError(f"{where}: data.{key} lists {repeated!r} twice")
+    data("budgets", _INTS)
+    for i, _ in enumerate(data("design", _LIST, ())):
+        row = data.nested("design", i)
+        row("algorithm"), row("task"), row("budget", _int), row("n_runs", _int)
+    settings = _Row(doc.get("settings"), f"{where}: settings")
+    for key, kind in SETTING_KINDS.items():
+        settings(key, kind, None)
 
 
 # --------------------------------------------------------------------------------------------- the document

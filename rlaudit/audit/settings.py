@@ -9,6 +9,7 @@ value came from (``--reps`` or ``protocol.toml: audit.reps``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -157,6 +158,8 @@ class AuditSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError(f"{w(name)}: must be a number, got {value!r}")
+            if not math.isfinite(value):  # 1e400 reads as inf: an infinite gamma or effect size means nothing
+                raise InputError(f"{w(name)}: must be a finite number, got {value!r}")
         if self.budgets is not None and (
                 isinstance(self.budgets, (str, bytes)) or not self.budgets
                 or not all(isinstance(b, int) and not isinstance(b, bool) for b in self.budgets)):

@@ -40,7 +40,8 @@ def _float(value: str | None, flag: str) -> float | None:
 def _budgets(value: str | None) -> tuple[int, ...] | None:
     """``"100k,1M"`` -> ``(100_000, 1_000_000)``: the suffixes (k, M, G) and forms (``1e5``, ``1_000``) that
     ``run``, ``validate`` and ``import`` accept; ``0`` stays valid (the budget of a final-score set)."""
-    from rlaudit.importers._common import parse_count
+    from rlaudit.importers._common import OutOfRange, parse_count
+    from rlaudit.scores import BUDGET_MAX
 
     if value is None:
         return None
@@ -51,6 +52,9 @@ def _budgets(value: str | None) -> tuple[int, ...] | None:
     for v in items:
         try:
             out.append(parse_count(v, "--budgets"))
+        except OutOfRange:
+            raise InputError(f"--budgets: {v!r} is out of range: a budget is at most {BUDGET_MAX:,} "
+                             f"(2^63 - 1)") from None
         except InputError:
             raise InputError(f"--budgets: {v!r} is not an integer budget (write 100000, 100k or 1M)") from None
     return tuple(out)

@@ -10,6 +10,7 @@ import click
 from rlaudit.cli.audit_opts import audit_options
 from rlaudit.cli.joined_opts import published_option
 from rlaudit.errors import InputError
+from rlaudit.io import loads_nested
 
 
 def _read_audit_json(path: Path) -> dict:
@@ -18,7 +19,7 @@ def _read_audit_json(path: Path) -> dict:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        doc = json.loads(text)
+        doc = loads_nested(json.loads, text, str(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid JSON (line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)})") \
             from None

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.scores import BUDGET_MAX
+from rlaudit.io import loads_nested
+from rlaudit.scores import BUDGET_MAX, exact_whole
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 16
@@ -88,7 +89,7 @@ def load_json(path: Path, content: bytes | None = None):
     if not text.strip():
         raise InputError(f"{path}: empty file, expected JSON")
     try:
-        return json.loads(text)
+        return loads_nested(json.loads, text, str(path))
     except json.JSONDecodeError as exc:
         ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
         what = "truncated JSON (the text ends early)" if ends_early else "not valid JSON"
@@ -155,22 +156,34 @@ _SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9}
 
 
 def parse_count(value, where: str) -> int:
-    """``100000``, ``1e5``, ``"100k"``, ``"1.5M"`` -> int; anything else raises :class:`InputError`."""
+    """``100000``, ``1e5``, ``"100k"``, ``"1.5M"`` -> int (exact, at most :data:`BUDGET_MAX` in magnitude);
+    anything else raises :class:`InputError`."""
     if isinstance(value, bool):
         raise InputError(f"{where}: expected a whole number, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value) and value == int(value):
-            return int(value)
+    if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
         raise InputError(f"{where}: expected a whole number, got {value!r}")
+    if isinstance(value, (int, float)):
+        if abs(value) > BUDGET_MAX:
+            raise _out_of_range(value, where)
+        return int(value)
     if isinstance(value, str):
         m = _COUNT.match(value.replace("_", ""))
         if m:
-            number = float(m.group(1)) * _SCALE[m.group(2).lower()]
-            if number == int(number):
-                return int(number)
+            try:
+                number = exact_whole(m.group(1), _SCALE[m.group(2).lower()])
+            except OverflowError:
+                raise _out_of_range(value, where) from None
+            if number is not None:
+                return number
     raise InputError(f"{where}: expected a whole number such as 100000 or '100k', got {value!r}")
+
+
+class OutOfRange(InputError):
+    """A count or budget past :data:`BUDGET_MAX` (so that callers can say so in their own words)."""
+
+
+def _out_of_range(value, where: str) -> InputError:
+    return OutOfRange(f"{where}: {value!r} is out of range: at most {BUDGET_MAX:,} (2^63 - 1)")
 
 
 def is_count(value) -> bool:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rlaudit.errors import InputError
+from rlaudit.io import loads_nested
 from rlaudit.importers._common import CHUNK, GZIP_MAGIC, content_sha256
 from rlaudit.importers.data_section import cache_dir, check_data_section
 
@@ -219,7 +220,7 @@ def fetch_protocol(protocol: Path, cache: Path | None = None, mirror: str | None
 
     protocol = Path(protocol)
     try:
-        doc = tomllib.loads(protocol.read_text(encoding="utf-8-sig"))
+        doc = loads_nested(tomllib.loads, protocol.read_text(encoding="utf-8-sig"), str(protocol))
     except FileNotFoundError:
         raise InputError(f"{protocol}: no such file") from None
     except tomllib.TOMLDecodeError as exc:

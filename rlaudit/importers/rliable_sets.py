@@ -188,8 +188,9 @@ def _records(path: Path, data, options: dict, rows: list) -> tuple[str, str]:
         run = next((rec[k] for k in RECORD_RUN_KEYS if k in rec), None)
         if not isinstance(task, str) or not task:
             raise InputError(f"{w}: needs a 'game' (or 'task') string, got {task!r}")
-        if run is None or isinstance(run, bool) or not isinstance(run, (int, float, str)):
-            raise InputError(f"{w}: needs a 'seed' or 'run_number', got {run!r}")
+        if (run is None or isinstance(run, bool) or not isinstance(run, (int, float, str))
+                or (isinstance(run, float) and not math.isfinite(run))):
+            raise InputError(f"{w}: needs a 'seed' or 'run_number' (a number or a string), got {run!r}")
         if field not in rec:
             raise InputError(f"{w}: missing score field {field!r}")
         s = rec[field]

@@ -19,7 +19,7 @@ import pandas as pd
 from rlaudit.errors import InputError
 from rlaudit.importers._common import check_options, decode_utf8, opt_int, parse_count, read_bytes
 from rlaudit.io import check_csv_table, csv_rows, has_suffix
-from rlaudit.scores import COLUMNS, ScoreMeta, ScoreTable, read_scores
+from rlaudit.scores import COLUMNS, KEY, ScoreMeta, ScoreTable, key_line, read_scores
 
 ALIASES = {
     "algorithm": ("algorithm", "method", "agent", "algo"),
@@ -56,8 +56,16 @@ def import_tidy(paths: list[Path], **options) -> ScoreTable:
         if (t.meta.budget_unit, t.meta.score_kind, t.meta.normalized) != (first.budget_unit, first.score_kind,
                                                                            first.normalized):
             raise InputError(f"{p}: metadata (budget unit, score kind, normalisation) differs from {paths[0]}")
-    frame = pd.concat([t.frame for t in tables], ignore_index=True)
-    return ScoreTable.from_frame(frame, first, where=", ".join(map(str, paths)), line_offset=1)
+    frame = pd.concat([t.frame.assign(_file=i) for i, t in enumerate(tables)], ignore_index=True)
+    dup = frame.duplicated(list(KEY), keep=False)
+    if dup.any():  # each file was checked alone: the copies are in different files
+        key = tuple(frame.loc[dup, list(KEY)].iloc[0])
+        i, j = sorted(frame.loc[dup & (frame[list(KEY)] == list(key)).all(axis=1), "_file"])[:2]
+        alg, task, run, budget = key
+        raise InputError(f"{paths[j]}: line {key_line(paths[j], key)}: row ({alg}, {task}, run {run}, budget "
+                         f"{budget}) is also in {paths[i]}, line {key_line(paths[i], key)}; each (algorithm, task, "
+                         f"run, budget) may come from one file only")
+    return ScoreTable.from_frame(frame.drop(columns="_file"), first, where=", ".join(map(str, paths)), line_offset=1)
 
 
 def import_wide(paths: list[Path], **options) -> ScoreTable:

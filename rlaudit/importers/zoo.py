@@ -9,6 +9,7 @@ them for a file outside that layout.
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
 from pathlib import Path
@@ -27,6 +28,9 @@ OPTIONS = {
     "run": "run id (default: the _<id> suffix of the run folder)",
 }
 _RUN_DIR = re.compile(r"^(?P<env>.+)_(?P<id>\d+)$")
+MAX_VALUES = 50_000_000
+"""Most values one array of an ``evaluations.npz`` may hold (400 MB of float64): EvalCallback logs hold
+n_evals x n_episodes, thousands; an array header claiming more is refused before anything is allocated."""
 
 
 def parse_run_dir(npz: Path) -> tuple[str, str, str]:
@@ -47,6 +51,7 @@ def read_evaluations(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if not zipfile.is_zipfile(path):
         raise InputError(f"{path}: not an .npz file (expected EvalCallback's evaluations.npz)")
     try:
+        _check_array_sizes(path)
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
@@ -89,6 +94,30 @@ def read_evaluations(path: Path) -> tuple[np.ndarray, np.ndarray]:
         i = int(np.argmax(np.diff(steps) <= 0)) + 1
         raise InputError(f"{path}: 'timesteps' does not increase at evaluation {i} ({steps[i - 1]} then {steps[i]})")
     return steps, results.astype(np.float64).mean(axis=1)
+
+
+def _check_array_sizes(path: Path) -> None:
+    """Read each array's ``.npy`` header (shape, dtype) and refuse one that claims more values than
+    :data:`MAX_VALUES` or more bytes than the archive holds for it, before NumPy allocates the array."""
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(fh)
+                available = info.file_size - fh.tell()
+            name = info.filename[:-len(".npy")]
+            n_values = math.prod(shape)
+            if n_values > MAX_VALUES:
+                raise InputError(f"{path}: array {name!r} claims shape {shape} ({n_values:,} values), more than "
+                                 f"{MAX_VALUES:,}; not an EvalCallback log")
+            if n_values * dtype.itemsize > available:
+                raise InputError(f"{path}: array {name!r} claims shape {shape} ({n_values * dtype.itemsize:,} "
+                                 f"bytes) but the archive holds {available:,} bytes for it; the file is "
+                                 f"truncated or damaged")
 
 
 def import_zoo(paths: list[Path], **options) -> ScoreTable:

@@ -23,7 +23,7 @@ import unicodedata
 from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.io import existing_file
+from rlaudit.io import existing_file, loads_nested
 from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Evaluation, Protocol, Regime,
                                      RegimeOverride, Task)
 from rlaudit.scores import BUDGET_MAX
@@ -81,7 +81,7 @@ def _scores_hint(path: Path) -> str:
 def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = None) -> Protocol:
     """Parse protocol ``text`` (from file ``where``); see :func:`load_protocol`."""
     try:
-        doc = tomllib.loads(text)
+        doc = loads_nested(tomllib.loads, text, where)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: TOML syntax error: {exc}") from None
     if doc and not any(k in TOP_KEYS for k in doc):

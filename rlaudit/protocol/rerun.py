@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.scores import BUDGET_MAX, exact_whole
 
 RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperparams", "policy_kwargs", "note",
               "implementation", "agents", "suites")
@@ -236,12 +237,16 @@ def parse_budgets(text: str | None, flag: str = "--budgets") -> tuple[int, ...] 
         m = re.fullmatch(r"([+-]?[0-9][0-9_]*(?:\.[0-9]+)?)([kKmMgG]?)", item)
         if not m:
             raise InputError(f"{flag}: {item!r} is not a budget; write env steps like 100000, 100k or 1M")
-        value = float(m.group(1).replace("_", "")) * _SUFFIX[m.group(2).lower()]
+        try:
+            value = exact_whole(m.group(1).replace("_", ""), _SUFFIX[m.group(2).lower()])
+        except OverflowError:
+            raise InputError(f"{flag}: {item!r} is out of range: a budget is at most {BUDGET_MAX:,} env steps "
+                             f"(2^63 - 1)") from None
+        if value is None:
+            raise InputError(f"{flag}: {item!r} is not a whole number of env steps")
         if value <= 0:
             raise InputError(f"{flag}: {item!r}: a budget must be a positive number of env steps")
-        if value != int(value):
-            raise InputError(f"{flag}: {item!r} is not a whole number of env steps")
-        out.append(int(value))
+        out.append(value)
     return _increasing(out, flag)
 
 
@@ -249,7 +254,9 @@ def budget_name(budget: int) -> str:
     """Regime name of a budget: ``100000 -> "100k"``, ``1000000 -> "1M"``, ``2500 -> "2.5k"``."""
     for suffix, unit in (("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)):
         if budget >= unit and (budget * 1000) % unit == 0:
-            return f"{budget / unit:g}{suffix}"
+            # Exact digits: a float's "%g" rounds 1234567 to "1234.57k" and writes 10^18 as "1e+09G".
+            whole, rest = divmod(budget, unit)
+            return f"{whole}{'.' + str(rest * 1000 // unit).zfill(3).rstrip('0') if rest else ''}{suffix}"
     return str(budget)
 
 

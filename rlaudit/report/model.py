@@ -17,7 +17,8 @@ from rlaudit.audit.claims import VERDICTS
 from rlaudit.audit.result import SCHEMA_VERSION, finite_document  # one definition: the audit stage writes what the report reads
 from rlaudit.audit.result import format_budget, unit_name
 from rlaudit.audit.rows import (  # the typed audit.json rows (one from_dict each)
-    AuditRows, ChecklistItem, Claim, Crossover, Inversion, Ordering, RankDistribution, Sensitivity, decision_text)
+    AuditRows, ChecklistItem, Claim, Crossover, Inversion, Ordering, RankDistribution, Sensitivity, check_header,
+    decision_text)
 from rlaudit.errors import InputError
 from rlaudit.report.parts import Finding, format_interval, format_number, format_p  # noqa: F401 (re-exported)
 from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
@@ -250,6 +251,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
                          f"schema_version {SCHEMA_VERSION})")
     data = _require(audit, "data", where, dict)
     settings = _require(audit, "settings", where, dict)
+    check_header(audit, where)
     algorithms = tuple(str(a) for a in _require(data, "algorithms", f"{where}: data", list))
     tasks = tuple(str(t) for t in _require(data, "tasks", f"{where}: data", list))
     budgets = tuple(int(budget) for budget in _require(data, "budgets", f"{where}: data", list))

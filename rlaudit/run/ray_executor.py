@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlaudit.errors import InputError
+from rlaudit.io import loads_nested
 from rlaudit.run.executors import EventSink
 from rlaudit.run.spec import RunSpec
 
@@ -93,8 +94,10 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
     if value is None:
         value = os.environ.get(RUNTIME_ENV_VAR) or None
         where = RUNTIME_ENV_VAR
-    if value is None or isinstance(value, dict):
+    if value is None:
         return value
+    if isinstance(value, dict):
+        return _mapping(value, where, "a mapping")
     text = value.strip()
     if not text.startswith("{"):
         path = Path(text)
@@ -109,21 +112,33 @@ def load_runtime_env(value: dict | str | None) -> dict | None:
             except ImportError:
                 raise InputError(f"{where}: reading YAML needs PyYAML (or give JSON)") from None
             try:
-                env = yaml.safe_load(text)
+                env = loads_nested(yaml.safe_load, text, where)
             except yaml.YAMLError as exc:
                 raise InputError(f"{where}: not valid YAML ({exc})") from None
             return _mapping(env, where, "a mapping such as {working_dir: ...}")
     try:
-        env = json.loads(text)
+        env = loads_nested(json.loads, text, where)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
     return _mapping(env, where, 'a JSON object such as {"working_dir": "..."}')
 
 
 def _mapping(env, where: str, expected: str) -> dict:
-    """``env`` when it is a mapping (what Ray's ``runtime_env`` is), else one line naming ``where``."""
+    """``env`` when it is a mapping (what Ray's ``runtime_env`` is) whose fields Ray accepts, else one line
+    naming ``where``. Ray's own checks run here, before anything connects, so that a wrongly typed field
+    (``{"working_dir": 5}``, ``env_vars`` values that are not strings) is not a traceback out of ``ray.init``."""
     if not isinstance(env, dict):
         raise InputError(f"{where}: expected {expected}")
+    try:
+        from ray.runtime_env import RuntimeEnv
+    except ImportError:
+        return env  # reported when the executor needs Ray (_INSTALL_HINT)
+    try:
+        RuntimeEnv(**env)
+    except TypeError as exc:
+        raise InputError(f"{where}: {_first_line(exc)}") from None
+    except ValueError:
+        pass  # a value Ray checks against this machine (a working_dir that is not here): ray.init names it
     return env
 
 
@@ -411,7 +426,7 @@ class RayExecutor:
                 raise refused from None
             if isinstance(exc, ConnectionError):
                 raise InputError(f"--address {address}: {exc}") from None
-            if isinstance(exc, ValueError):  # a malformed runtime_env
+            if isinstance(exc, (TypeError, ValueError)):  # a malformed runtime_env
                 raise InputError(f"runtime_env: {exc}") from None
             raise
         finally:
@@ -522,7 +537,7 @@ class RayExecutor:
         self._print_nodes(sink)
 
     def _sweep(self, ray, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayTaskError, WorkerCrashedError
+        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, RayTaskError, WorkerCrashedError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = ray.get_runtime_context().get_node_id()
@@ -541,7 +556,11 @@ class RayExecutor:
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_INTERVAL_S)
-                router.dispatch(ray.get(inbox.drain.remote()))
+                try:
+                    router.dispatch(ray.get(inbox.drain.remote()))
+                except RayActorError as exc:
+                    self._inbox_lost(ray, pending, router, sink, exc)
+                    return
                 for ref in ready:
                     spec = pending.pop(ref)
                     node = router.node_of(spec.run_id)
@@ -574,6 +593,20 @@ class RayExecutor:
                 ray.kill(inbox)
             except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to clean
                 pass
+
+    def _inbox_lost(self, ray, pending: dict, router: _EventRouter, sink: EventSink, exc: BaseException) -> None:
+        """The inbox actor died (killed, or its node lost): the events of every unfinished run are gone with
+        it, so each is recorded failed (the next ``rlaudit run`` retries it) and its task is cancelled."""
+        reason = (f"{type(exc).__name__}: the driver's event inbox (a Ray actor) died mid-sweep, taking this run's "
+                  f"unsent evaluations with it; the next 'rlaudit run' retries the run")
+        for ref, spec in pending.items():
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - the task may be finished or its node gone
+                pass
+            self._count(router.node_of(spec.run_id), "failed")
+            sink.failed(spec.run_id, f"{_first_line(exc)}\n{reason}")
+        pending.clear()
 
     def _count(self, node: str, what: str) -> None:
         self.node_counts.setdefault(node, Counter())[what] += 1

@@ -302,8 +302,9 @@ def effective_df(contributions: np.ndarray, dfs: np.ndarray) -> float:
     keep = (v > 0) & (d > 0)
     if not keep.any():
         return math.inf
-    den = np.sum(v[keep] ** 2 / d[keep])
-    return float(np.sum(v[keep]) ** 2 / den) if den > 0 else math.inf
+    v = v[keep] / np.max(v[keep])  # the ratio is scale-free; scaling keeps v^2 from overflowing for huge scores
+    den = np.sum(v ** 2 / d[keep])
+    return float(np.sum(v) ** 2 / den) if den > 0 else math.inf
 
 
 def t_corrected_p(p, df: float):

@@ -140,6 +140,8 @@ class Normalization:
     """Short name written into outputs: ``"none"``, ``"atari"``, ``"divide:1000"``, ``"minmax"``."""
     source: str = ""
     """Where the references or divisor come from, in words (a protocol's ``source``; shown in reports)."""
+    where: str = field(default="", compare=False)
+    """The option or protocol field it was given in (``--normalize``), for messages."""
 
     def reference_for(self, task: str) -> tuple[float, float] | None:
         """(low, high) for ``task``, or ``None`` when the task has no reference."""
@@ -169,6 +171,11 @@ def parse_normalization(spec: str | Mapping | None, where: str = "--normalize",
     Raises:
         InputError: unknown method, bad divisor, unreadable or malformed reference CSV (file and line named).
     """
+    norm = _parse(spec, where, base_dir)
+    return norm if norm.method == "none" else replace(norm, where=where)
+
+
+def _parse(spec: str | Mapping | None, where: str, base_dir: Path | None) -> Normalization:
     if spec is None:
         return NONE
     if isinstance(spec, Mapping):
@@ -335,7 +342,8 @@ def normalize(table, norm: Normalization):
         itself when ``norm.method == "none"``).
 
     Raises:
-        InputError: the table is already normalised, or tasks lack reference scores (all of them named).
+        InputError: the table is already normalised, tasks lack reference scores (all of them named), or a
+            normalised score overflows (naming the normalisation, not the score file).
     """
     if norm.method == "none":
         return table
@@ -345,7 +353,9 @@ def normalize(table, norm: Normalization):
                          f"normalise them again with {norm.label!r} (use --normalize none)")
     frame = table.frame.copy()
     if norm.method == "divide":
-        frame["score"] = frame["score"].to_numpy(dtype=np.float64) / norm.divisor
+        with np.errstate(over="ignore"):
+            frame["score"] = frame["score"].to_numpy(dtype=np.float64) / norm.divisor
+        _check_finite(frame, table.frame, norm.where or f"normalisation {norm.label!r}", "a larger divisor")
         return table.with_frame(frame, normalized=norm.label)
     tasks = list(dict.fromkeys(frame["task"]))
     refs = {t: norm.reference_for(t) for t in tasks}
@@ -358,5 +368,17 @@ def normalize(table, norm: Normalization):
                          f"{', '.join(missing)}{hint}")
     low = frame["task"].map(lambda t: refs[t][0]).to_numpy(dtype=np.float64)
     high = frame["task"].map(lambda t: refs[t][1]).to_numpy(dtype=np.float64)
-    frame["score"] = (frame["score"].to_numpy(dtype=np.float64) - low) / (high - low)
+    with np.errstate(over="ignore", invalid="ignore"):
+        frame["score"] = (frame["score"].to_numpy(dtype=np.float64) - low) / (high - low)
+    _check_finite(frame, table.frame, norm.where or f"normalisation {norm.label!r}", "other reference scores")
     return table.with_frame(frame, normalized=norm.label)
+
+
+def _check_finite(frame, raw, where: str, remedy: str) -> None:
+    """Raise :class:`InputError` naming the normalisation ``where`` when it made a score overflow."""
+    bad = ~np.isfinite(frame["score"].to_numpy(dtype=np.float64))
+    if bad.any():
+        i = int(np.argmax(bad))
+        row = raw.iloc[i]
+        raise InputError(f"{where}: normalising the score {row['score']:g} of {row['algorithm']} on {row['task']} "
+                         f"(run {row['run']}, budget {row['budget']}) overflows to infinity; choose {remedy}")

@@ -239,7 +239,12 @@ def check_store_file(path: Path, readonly: bool = False) -> sqlite3.Connection:
         raise InputError(f"{where}: an SQLite file but not an rlaudit store ({foreign}); rlaudit leaves it "
                          f"unchanged")
     row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    version = int(row[0]) if row else -1
+    try:
+        version = int(row[0]) if row else -1
+    except (TypeError, ValueError):
+        con.close()
+        raise InputError(f"{where}: store schema version {row[0]!r} is not a whole number; the store's meta "
+                         f"table is damaged or the file is not an rlaudit store") from None
     if version > SCHEMA_VERSION:
         con.close()
         raise InputError(f"{where}: store schema version {version} is newer than this rlaudit reads "
