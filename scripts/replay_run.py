@@ -190,7 +190,8 @@ def main(argv: list[str]) -> int:
             if fresh.get(steps) != stored.get(steps):
                 print(f"  at {steps} env steps: stored {stored.get(steps)}, retrained {fresh.get(steps)}")
         return 0 if same else 1
-    print("  (bits are not expected to match off the recording machine; comparing distributions)")
+    print("  (bits are not expected to match off the recording machine; comparing distributions)" if state == "differs"
+          else "  (the recording machine is unknown, so the difference may be the machine's; comparing distributions)")
     try:
         if group is None:
             group, margin = _distribution_setup(protocol, the_plan, spec, done, args, where)

@@ -178,20 +178,35 @@ def test_replay_on_another_machine_compares_distributions(tiny_store, tmp_path):
     assert "DIFFERENT" not in out.stdout
 
 
-def test_replay_on_another_machine_detects_a_shifted_distribution(tiny_store, tmp_path):
-    copy = _copy(tiny_store, tmp_path)
-    _fake_machine(copy)
-    con = sqlite3.connect(copy)
-    with con:  # every recorded return +400, checksums recomputed: a store that is intact but not reproduced
+def _shift_returns(store: Path, by: float) -> None:
+    """Move every recorded return by ``by``, checksums recomputed: an intact store that does not reproduce."""
+    con = sqlite3.connect(store)
+    with con:
         for run_id, steps, returns, lengths, wall in con.execute(
                 "SELECT run_id, env_steps, returns, lengths, wall_time FROM evaluations").fetchall():
-            shifted = json.dumps([r + 400.0 for r in json.loads(returns)])
+            shifted = json.dumps([r + by for r in json.loads(returns)])
             con.execute("UPDATE evaluations SET returns=?, checksum=? WHERE run_id=? AND env_steps=?",
                         (shifted, record_checksum(run_id, steps, shifted, lengths, wall), run_id, steps))
     con.close()
+
+
+def test_replay_on_another_machine_detects_a_shifted_distribution(tiny_store, tmp_path):
+    copy = _copy(tiny_store, tmp_path)
+    _fake_machine(copy)
+    _shift_returns(copy, 400.0)
     out = _replay(copy, RUN, "--runs", "2", "--margin", "5")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "distributions: 2 recorded vs 2 retrained runs" in out.stdout
+    assert out.stdout.splitlines()[-1] == "verdict: DIFFERENT distributions at 128, 256"
+
+
+def test_replay_of_a_store_without_fingerprint_that_differs_compares_distributions(tiny_store, tmp_path):
+    copy = _copy(tiny_store, tmp_path)
+    _set_meta(copy, "machine", None)
+    _shift_returns(copy, 400.0)
+    out = _replay(copy, RUN, "--runs", "2")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"{RUN}: DIFFERENT" in out.stdout and "the recording machine is unknown" in out.stdout
     assert out.stdout.splitlines()[-1] == "verdict: DIFFERENT distributions at 128, 256"
 
 

@@ -8,6 +8,11 @@ Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every cha
   read as they are, with a note that their records are unverified; ``rlaudit run`` on a version-1 store
   migrates it in one transaction (adds the column, checksums the records already there).
 
+``meta`` holds, besides the schema version and protocol: the library versions, and (from 2026-12-01, no
+schema change) ``machine``, the fingerprint of what decides bit-equality of a rerun
+(:mod:`rlaudit.run.machine`), plus ``machine_also_<hash>`` for each other machine a driver resumed the store
+on. Stores without it read as before; ``scripts/replay_run.py`` then cannot tell whether a machine matches.
+
 Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
 (``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
 create the WAL index there either, the file is opened ``immutable=1`` (nothing can be writing a store whose
