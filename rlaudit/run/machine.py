@@ -5,7 +5,7 @@ library versions give the same numbers there, bit for bit (``scripts/replay_run.
 machine they usually do not, even with the same library versions: torch dispatches its CPU kernels by
 instruction set (AVX2, AVX-512, …), MKL / oneDNN pick their code paths by CPU, and a different BLAS or
 libm rounds differently. One last-bit difference in a gradient is enough: RL training is chaotic, so two
-runs that differ in one rounding diverge within a few thousand updates. Between machines, reruns can only
+runs that differ in one rounding soon take different actions and diverge. Between machines, reruns can only
 be compared as distributions (``replay_run.py`` does so when the fingerprints differ).
 
 :func:`machine_fingerprint` collects those deciding facts as plain strings; the driver records them in the
@@ -15,7 +15,7 @@ the numbers, and a fingerprint that changed with them would never match.
 Threads: every run sets torch to one thread (:func:`rlaudit.run.runner.set_single_thread`), recorded as
 ``torch_threads_per_run``, so the machine's core count and ``OMP_NUM_THREADS`` do not enter; NumPy's BLAS
 thread variables are not recorded (a shell that exports one must not make the same machine look like
-another, and the runs' NumPy work is element-wise).
+another, and the networks' arithmetic is torch's).
 
 Limits: a virtual machine may report only a CPU family (``AMD EPYC``), so two machines with the same
 fingerprint may still differ; the fingerprint is the driver's, and Ray workers on other nodes are not
@@ -25,7 +25,6 @@ fingerprinted.
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import re
 from pathlib import Path
@@ -36,6 +35,7 @@ CPU_FLAGS: tuple[str, ...] = ("sse4_2", "avx", "f16c", "fma", "avx2", "avx512f",
 
 RUN_THREADS = 1
 """torch threads per run (:func:`rlaudit.run.runner.set_single_thread`): results do not depend on the cores."""
+
 
 def _cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
     """CPU model name and feature flags from ``/proc/cpuinfo`` (Linux), else ``platform.processor()``."""
@@ -101,11 +101,6 @@ def machine_fingerprint() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[dist] = "not installed"
     return out
-
-
-def fingerprint_text(fingerprint: dict[str, str]) -> str:
-    """The JSON text a fingerprint is stored as (sorted keys, so equal fingerprints give equal texts)."""
-    return json.dumps(fingerprint, sort_keys=True)
 
 
 def fingerprint_differences(recorded: dict[str, str], current: dict[str, str]) -> list[tuple[str, str, str]]:
