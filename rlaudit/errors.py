@@ -7,6 +7,7 @@ and exits with status 2, without a traceback and without writing partial output.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Iterable
 
@@ -55,3 +56,11 @@ def format_rows(rows: Iterable[int], limit: int = 5) -> str:
     rows = list(rows)
     head = ", ".join(str(r) for r in rows[:limit])
     return head + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse's usage errors as one line (``error: ...``), exit status 2, like every other bad input
+    (for the scripts under ``scripts/``; the CLI parses with click)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}\n")

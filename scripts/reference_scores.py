@@ -15,7 +15,6 @@ Exit status 2 on bad input.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -39,19 +38,12 @@ def _best_agent_means(store: str, tasks: list[str]) -> tuple[int, dict[str, tupl
     return top, best
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse's usage errors as one line (``error: ...``), exit status 2, like every other bad input."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {message}\n")
-
-
 def main(argv: list[str]) -> int:
-    from rlaudit.errors import InputError
+    from rlaudit.errors import InputError, OneLineArgumentParser
     from rlaudit.protocol import load_protocol, plan
     from rlaudit.run.reference import random_policy_reference
 
-    ap = _OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("protocol")
     ap.add_argument("--episodes", type=int, default=100, help="random-policy episodes per task (default 100)")
     ap.add_argument("--store", help="a store of the protocol's sweep: the high end is its best agent's mean")

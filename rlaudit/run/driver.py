@@ -320,10 +320,11 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         RunFailed: some runs failed (after all others finished).
         KeyboardInterrupt: after the unfinished runs are discarded.
     """
+    from rlaudit.run.machine import machine_fingerprint
     from rlaudit.store import Store
 
     console = console or Console(stderr=True)
-    store = Store.open_for_run(store_path, plan.protocol, new_store=new_store)
+    store = Store.open_for_run(store_path, plan.protocol, new_store=new_store, machine=machine_fingerprint())
     summary = Summary()
     t0 = time.perf_counter()
     try:

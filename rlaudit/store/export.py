@@ -239,3 +239,31 @@ def done_run_ids(path: str | os.PathLike) -> set[str]:
         return {r[0] for r in con.execute("SELECT run_id FROM runs WHERE status='done'")}
     finally:
         con.close()
+
+
+def stored_machines(path: str | os.PathLike) -> tuple[dict[str, str] | None, list[dict[str, str]]]:
+    """The machine fingerprints a store records: ``(first writer's or None, those of later writers)``.
+
+    ``None`` when the store predates fingerprints (``meta.machine`` absent); the list holds the fingerprints
+    of drivers that resumed the store on another machine (``meta.machine_also_*``), whose runs may be among
+    the store's (runs do not say which machine trained them).
+
+    Raises:
+        InputError: bad store, or a recorded fingerprint that is not a JSON object.
+    """
+    con = open_readonly(path)
+    try:
+        rows = con.execute("SELECT key, value FROM meta WHERE key = 'machine' OR key LIKE 'machine_also_%' "
+                           "ORDER BY key").fetchall()
+    finally:
+        con.close()
+    found: dict[str, dict[str, str]] = {}
+    for key, value in rows:
+        try:
+            fingerprint = json.loads(value)
+        except ValueError:
+            fingerprint = None
+        if not isinstance(fingerprint, dict):
+            raise InputError(f"{path}: meta.{key} is not a machine fingerprint (a JSON object); the store is damaged")
+        found[key] = {str(k): str(v) for k, v in fingerprint.items()}
+    return found.pop("machine", None), list(found.values())

@@ -8,6 +8,11 @@ Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every cha
   read as they are, with a note that their records are unverified; ``rlaudit run`` on a version-1 store
   migrates it in one transaction (adds the column, checksums the records already there).
 
+``meta`` holds, besides the schema version and protocol: the library versions, and (from 2026-12-01, no
+schema change) ``machine``, the fingerprint of what decides bit-equality of a rerun
+(:mod:`rlaudit.run.machine`), plus ``machine_also_<hash>`` for each other machine a driver resumed the store
+on. Stores without it read as before; ``scripts/replay_run.py`` then cannot tell whether a machine matches.
+
 Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
 (``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
 create the WAL index there either, the file is opened ``immutable=1`` (nothing can be writing a store whose
@@ -309,8 +314,8 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
-    def open_for_run(cls, path: str | os.PathLike, protocol, new_store: bool = False, check_only: bool = False
-                     ) -> Store | None:
+    def open_for_run(cls, path: str | os.PathLike, protocol, new_store: bool = False, check_only: bool = False,
+                     machine: dict[str, str] | None = None) -> Store | None:
         """Open (or create) the store of ``protocol`` at ``path`` for a driver.
 
         Args:
@@ -320,6 +325,10 @@ class Store:
                 ``<path>.<UTC time>.bak`` and start a new one.
             check_only: run every check (writable, lock, corruption, protocol hash) and return ``None``
                 without creating or changing anything.
+            machine: the driver's machine fingerprint (:func:`rlaudit.run.machine.machine_fingerprint`),
+                recorded as ``meta.machine`` in a new store; a store resumed on a machine with another
+                fingerprint (or one created before fingerprints were recorded) gets it as
+                ``meta.machine_also_<hash>``, so that a reader knows its runs may come from several machines.
 
         Raises:
             InputError: unwritable path, a store of another protocol, a corrupted file, or another
@@ -363,7 +372,22 @@ class Store:
         con.execute("PRAGMA synchronous=FULL")
         store = cls(path, con, lock_fh)
         store._migrate()
+        if machine is not None:
+            store._record_machine(machine)
         return store
+
+    def _record_machine(self, machine: dict[str, str]) -> None:
+        """Record the driver's fingerprint: ``machine`` when none is recorded yet in a new store, else
+        ``machine_also_<sha256[:12]>`` when it differs from the recorded one."""
+        text = json.dumps(machine, sort_keys=True)
+        with self.transaction() as con:
+            row = con.execute("SELECT value FROM meta WHERE key='machine'").fetchone()
+            if row is not None and row[0] == text:
+                return
+            # A store with runs but no fingerprint was written by an older rlaudit on an unknown machine.
+            fresh = row is None and con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+            key = "machine" if fresh else f"machine_also_{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+            con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
 
     def _migrate(self) -> None:
         """Bring an older store to :data:`SCHEMA_VERSION` in one transaction (see the history above)."""
