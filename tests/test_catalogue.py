@@ -3,19 +3,23 @@ curve-reading notes, bad input, and the index builder."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import subprocess
-import sys
+import os
+import runpy
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 from rlaudit.audit import run_audit
 from rlaudit.audit.settings import AuditSettings
+from rlaudit.cli import main
 from rlaudit.errors import InputError
+from rlaudit.importers import content_sha256
 from rlaudit.importers.curves import import_curves, nearest_gap
 from rlaudit.importers.rliable_sets import import_rliable
 from rlaudit.protocol import load_protocol
@@ -24,7 +28,7 @@ from rlaudit.scores import ScoreMeta, ScoreTable
 from rlaudit.sources import load_source
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = Path(os.environ.get("RLAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 PUBLISHED = sorted((REPO / "protocols" / "published").glob("*.toml"))
 NEW = ["atari-200m-big-table", "atari100k-curves", "dmc-proprio", "dmc-vision", "dmlab30", "procgen",
        "minecraft-diamond"]
@@ -36,9 +40,18 @@ def _needs_data(proto: Path) -> None:
         pytest.skip(reason)
 
 
-def _cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "rlaudit", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+@functools.lru_cache(maxsize=None)
+def _source(name: str):
+    """The imported source of a published protocol, shared by the tests (the Atari 200M import takes ~10 s)."""
+    proto = REPO / "protocols" / "published" / f"{name}.toml"
+    _needs_data(proto)
+    return proto, load_source(proto, data_dir=DATA)
+
+
+def _cli(*args):
+    """``rlaudit ARGS``: (exit code, output lines)."""
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.output.strip().splitlines()
 
 
 # ------------------------------------------------------------------------- every published protocol
@@ -49,6 +62,18 @@ def test_published_protocol_validates(proto):
     assert p.is_published and p.citation and p.audit.budgets is not None or p.name == "atari100k"
 
 
+def test_new_protocols_are_regenerated_identically_and_pinned(shared_data):
+    make = runpy.run_path(str(REPO / "protocols" / "published" / "make_published.py"))
+    builders = {"atari-200m-big-table": "atari_big_table", "atari100k-curves": "atari100k_curves",
+                "dmc-proprio": "dmc_proprio", "dmc-vision": "dmc_vision", "dmlab30": "dmlab30", "procgen": "procgen",
+                "minecraft-diamond": "minecraft"}
+    for name, build in builders.items():
+        path = REPO / "protocols" / "published" / f"{name}.toml"
+        assert make[build](shared_data) == path.read_text(encoding="utf-8"), name
+        for f in load_protocol(path).data["files"]:
+            assert content_sha256(shared_data / f["path"]) == f["sha256"], f["path"]
+
+
 @pytest.mark.parametrize("name", NEW)
 def test_new_published_protocol_imports_and_selects(name):
     """The protocol's data verifies and imports, its [data] selection and claims fit the data, and the audit's
@@ -57,9 +82,7 @@ def test_new_published_protocol_imports_and_selects(name):
     from rlaudit.audit.claims import parse_claims
     from rlaudit.stats.normalize import parse_normalization
 
-    proto = REPO / "protocols" / "published" / f"{name}.toml"
-    _needs_data(proto)
-    source = load_source(proto, data_dir=DATA)
+    proto, source = _source(name)
     protocol = load_protocol(proto)
     settings = AuditSettings.from_section(source.audit, str(proto))
     norm = parse_normalization(source.normalization, str(proto), proto.parent)
@@ -75,11 +98,9 @@ def test_new_published_protocol_imports_and_selects(name):
 
 
 def test_big_table_sets_muzero_aside_and_counts_missing_values():
-    proto = REPO / "protocols" / "published" / "atari-200m-big-table.toml"
-    _needs_data(proto)
     from rlaudit.audit import engine
 
-    source = load_source(proto, data_dir=DATA)
+    proto, source = _source("atari-200m-big-table")
     notes = " | ".join(source.table.meta.notes)
     # atari57-dreamerv3 holds 5,266 nulls; the 2023 release 1,863 bare NaN tokens (data README).
     assert "dreamerv3: 5,266 missing values" in notes
@@ -98,8 +119,8 @@ def test_procgen_audits_end_to_end(tmp_path):
     proto = REPO / "protocols" / "published" / "procgen.toml"
     _needs_data(proto)
     out = tmp_path / "r"
-    proc = _cli("report", proto, "--data", DATA, "-o", out, "--budgets", "10M,50M")
-    assert proc.returncode == 0, proc.stderr
+    code, lines = _cli("report", proto, "--data", DATA, "-o", out, "--budgets", "10000000,50000000")
+    assert code == 0, lines
     audit = json.loads((out / "audit.json").read_text())
     assert audit["data"]["algorithms"] == ["PPG", "PPO"]
     assert any(f["id"] == "single-run" and "DreamerV3" in f["message"] for f in audit["checklist"])
@@ -128,10 +149,9 @@ def _procgen_copy(tmp_path, edit) -> Path:
 def test_bad_published_protocol_is_one_line_exit_2_nothing_written(tmp_path, edit, expected):
     proto = _procgen_copy(tmp_path, edit)
     out = tmp_path / "out"
-    proc = _cli("report", proto, "--data", DATA, "-o", out)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and str(proto.name) in lines[0], proc.stderr
+    code, lines = _cli("report", proto, "--data", DATA, "-o", out)
+    assert code == 2, lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(proto.name) in lines[0], lines
     assert expected in lines[0]
     assert not out.exists()
 
@@ -188,8 +208,9 @@ def test_single_run_algorithm_is_set_aside_and_named():
     assert result["data"]["algorithms"] == ["A", "B"]
     assert all("C" not in (o["a"], o["b"]) for o in result["orderings"])
     finding = next(f for f in result["checklist"] if f["id"] == "single-run")
-    assert finding["details"]["algorithms"]["C"] == {"n_tasks": 2, "points": {"1": 5.0, "2": 10.0}}
-    assert "C (mean on 2 of the 2 audited tasks" in finding["message"]
+    assert finding["details"]["algorithms"]["C"] == {"n_tasks": {"1": 2, "2": 2}, "points": {"1": 5.0, "2": 10.0}}
+    assert "C (mean over the audited tasks it has, of 2; by budget in env_steps: 1: 5 (2 tasks), 2: 10 (2 tasks))" \
+        in finding["message"]
 
 
 def test_single_run_everywhere_is_still_refused():
@@ -230,8 +251,8 @@ def test_catalogue_from_two_small_protocols_one_without_data(tmp_path):
     gone = _small_protocol(tmp_path, "gone", data, reverse=False)
     for f in (data / "gone").iterdir():
         f.unlink()
-    proc = _cli("report", flips, "--data", data, "-o", reports / "flips")
-    assert proc.returncode == 0, proc.stderr
+    code, lines = _cli("report", flips, "--data", data, "-o", reports / "flips", "--format", "json")
+    assert code == 0, lines
     reason = missing_data(gone, data)
     assert reason.startswith("data missing: 2 of 2 files") and "gone/A.json" in reason
     assert missing_data(flips, data) == ""
@@ -242,8 +263,8 @@ def test_catalogue_from_two_small_protocols_one_without_data(tmp_path):
     flips_entry, gone_entry = cat.entries
     assert flips_entry.algorithms == ("A", "B<b>") and flips_entry.n_tasks == 2
     assert flips_entry.runs_per_task == "A 6; B<b> 6" and flips_entry.budgets == ("100k", "500k environment steps")
-    assert [(i.winner_low, i.budget_low, i.winner_high, i.budget_high) for i in flips_entry.inversions] == \
-        [("A", "100k", "B<b>", "500k")]
+    assert [(i.winner_low, i.budgets_low, i.winner_high, i.budgets_high) for i in flips_entry.inversions] == \
+        [("A", ("100k",), "B<b>", ("500k",))]
     assert flips_entry.claim_counts() == {"holds": 0, "reversed": 1, "inconclusive": 0}
     assert flips_entry.claims[0].per_budget == "100k: holds, 500k: reversed"
     assert gone_entry.report is None and gone_entry.reason == reason
@@ -253,6 +274,7 @@ def test_catalogue_from_two_small_protocols_one_without_data(tmp_path):
     md = (reports / "README.md").read_text()
     assert cat.headline in html and f"**{cat.headline}.**" in md.splitlines()[2]
     assert 'href="flips/index.html"' in html and "(flips/report.md)" in md
+    assert "A > B&lt;b&gt; at 100k, reversed at 500k" in html and "A > B&lt;b> at 100k, reversed at 500k" in md
     assert "B&lt;b&gt;" in html and "B<b>" not in html
     assert "not audited: data missing" in html and "not audited: data missing" in md
 

@@ -140,16 +140,16 @@ def _single_run_finding(rows: pd.DataFrame, budgets: list[int], tasks: list[str]
 
     details, parts = {}, []
     for a, g in rows.groupby("algorithm", sort=True):
-        points = {}
+        points, n_tasks = {}, {}
         for b in budgets:
             at = g[(g["budget"] == b) & g["task"].isin(tasks)]
             if len(at):
                 score_set = [t["score"].to_numpy(dtype=np.float64) for _, t in at.groupby("task")]
                 points[str(b)] = float(stats_metrics.aggregate(settings.metric, score_set, settings.gamma))
-        n_tasks = int(g[g["task"].isin(tasks)]["task"].nunique())
-        details[a] = {"n_tasks": n_tasks, "points": points}
-        shown = ", ".join(f"{int(b):,}: {v:.3g}" for b, v in points.items()) or "no audited budget"
-        parts.append(f"{a} ({settings.metric} on {n_tasks} of the {len(tasks)} audited tasks, by budget in {unit}: "
+                n_tasks[str(b)] = len(score_set)
+        details[a] = {"points": points, "n_tasks": n_tasks}
+        shown = ", ".join(f"{int(b):,}: {v:.3g} ({n_tasks[b]} tasks)" for b, v in points.items()) or "no audited budget"
+        parts.append(f"{a} ({settings.metric} over the audited tasks it has, of {len(tasks)}; by budget in {unit}: "
                      f"{shown})")
     return Finding(
         "single-run", "warning",

@@ -24,12 +24,14 @@ CLAIM_STATUSES: tuple[str, ...] = ("holds", "reversed", "inconclusive")
 
 @dataclass(frozen=True)
 class Inversion:
-    """A confirmed ranking inversion: ``a`` decided above ``b`` at ``budget_low``, below at ``budget_high``."""
+    """Confirmed ranking inversions of one pair: ``winner_low`` decided above ``winner_high`` at each of
+    ``budgets_low`` and below it at each of ``budgets_high`` (every low budget is below every high one it is
+    paired with in the audit's ``inversions``)."""
 
     winner_low: str
     winner_high: str
-    budget_low: str
-    budget_high: str
+    budgets_low: tuple[str, ...]
+    budgets_high: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,15 @@ def entry_from_audit(name: str, title: str, protocol: str, audit: Mapping, repor
         if o["decision"] in ("a>b", "b>a"):
             hi, lo = (o["a"], o["b"]) if o["decision"] == "a>b" else (o["b"], o["a"])
             decided.append(f"{hi} > {lo} at {fmt(o['budget'])}")
-    inversions = []
+    by_pair: dict[tuple[str, str], tuple[set, set]] = {}
     for inv in audit.get("inversions", ()):
         if inv.get("kind") == "confirmed" and inv.get("metric") == metric:
             win = {"a>b": inv["a"], "b>a": inv["b"]}
-            inversions.append(Inversion(win[inv["decision_low"]], win[inv["decision_high"]],
-                                        fmt(inv["budget_low"]), fmt(inv["budget_high"])))
+            lows, highs = by_pair.setdefault((win[inv["decision_low"]], win[inv["decision_high"]]), (set(), set()))
+            lows.add(int(inv["budget_low"]))
+            highs.add(int(inv["budget_high"]))
+    inversions = [Inversion(lo, hi, tuple(fmt(b) for b in sorted(bl)), tuple(fmt(b) for b in sorted(bh)))
+                  for (lo, hi), (bl, bh) in by_pair.items()]
     claims = []
     for c in audit.get("claims", ()):
         verdicts = [p["verdict"] for p in c.get("per_budget", ())]
