@@ -464,9 +464,9 @@ Human-normalised scores on the 26 Atari 100k games at 100k, 200k and 400k frames
 (frame skip 4). Budgets are in frames for every source: DreamerV3 and PPO (danijar/dreamerv3 @ {DREAMER_COMMIT[:8]},
 scores/atari100k-{{dreamerv3,ppo_fixhp}}.json.gz, 5 runs per game) record frames at episode ends (about 10k
 frames apart on some games), read by the 'last' rule with at most 20k frames (5k agent steps) of staleness; a
-run whose last point before a budget is older yields no score there and is listed in the notes. DER (rliable's atari_100k/DER/<Game>.json via ecaromeo/stat_prec @
-{STAT_PREC_COMMIT[:8]}, 100 runs): iteration k is the evaluation after (k + 1) x 10k agent steps = (k + 1) x 40k
-frames, read by the same rule with at most one iteration (40k frames) of staleness: 25k steps (100k frames) is
+run whose last point before a budget is older yields no score there and is listed in the notes. DER (rliable's
+atari_100k/DER/<Game>.json via ecaromeo/stat_prec @ {STAT_PREC_COMMIT[:8]}, 100 runs): iteration k is the
+evaluation after (k + 1) x 10k agent steps = (k + 1) x 40k frames, read by the same rule with at most one iteration (40k frames) of staleness: 25k steps (100k frames) is
 read at DER's 80k-frame (20k-step) evaluation, 50k and 100k steps exactly. The notes give, per method and budget,
 how far the points read were from the budget. rliable's other Atari 100k sets (OTR, DrQ, DrQ(eps), SPR, CURL,
 SimPLe) are final scores only, i.e. they join at 100k steps alone; they are audited in the atari100k protocol
@@ -476,7 +476,8 @@ DreamerV3 files do not say. {DREAMER_SHA_NOTE} DER files: sha256 as served by th
         "citation": (DREAMER_CITATION + "; van Hasselt, Hessel & Aslanides (2019), DER; Agarwal et al. (2021), "
                      "NeurIPS (DER curves)"),
     }
-    files = [dreamer_file(data, f"atari100k-{m}", fmt="curves", max_staleness=20_000) for m in ("dreamerv3", "ppo_fixhp")]
+    files = [dreamer_file(data, f"atari100k-{m}", fmt="curves", max_staleness=20_000)
+             for m in ("dreamerv3", "ppo_fixhp")]
     for game in ATARI100K_GAMES:
         files.append(stat_prec_file(data, f"atari100k/DER/{game}.json", f"atari_100k/DER/{game}.json",
                                     budget_per_iteration=40_000, budget_unit="frames", max_staleness=40_000))
@@ -524,7 +525,8 @@ def dmc_proprio(data: Path) -> str:
 def dmc_vision(data: Path) -> str:
     methods = {"dreamerv3": "DreamerV3", "drqv2": "DrQ-v2", "curl": "CURL", "sac": "SAC", "ppo_fixhp": "PPO"}
     return dreamer_benchmark(
-        data, "dmc-vision", "DeepMind Control from pixels: DreamerV3, DrQ-v2, CURL, SAC, PPO at 100k, 500k and 1M steps",
+        data, "dmc-vision",
+        "DeepMind Control from pixels: DreamerV3, DrQ-v2, CURL, SAC, PPO at 100k, 500k and 1M steps",
         "dmc_vision", methods, [100_000, 500_000, 1_000_000],
         {"method": "divide", "divisor": 1000, "source": "1000 = the maximum episode return of every DMC task"},
         "20 tasks; 8-10 runs per task (5 for PPO). Two SAC runs hold a single point (cartpole_balance and "

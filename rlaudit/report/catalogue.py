@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rlaudit.audit.claims import claim_status
@@ -87,7 +87,6 @@ class Catalogue:
     n_audited: int = 0
     n_claims_not_holding: int = 0
     n_claims: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def headline(self) -> str:
@@ -114,8 +113,7 @@ def missing_data(protocol_path: Path, data_dir: Path) -> str:
 def entry_from_audit(name: str, title: str, protocol: str, audit: Mapping, report: str, reason: str = "") -> Entry:
     """An :class:`Entry` from one ``audit.json`` document (``report``: link to the report folder)."""
     data = audit.get("data", {})
-    unit = data.get("budget_unit")
-    fmt = (lambda b: format_budget(b))
+    unit, fmt = data.get("budget_unit"), format_budget
     algorithms = tuple(data.get("algorithms", ()))
     single = next((f for f in audit.get("checklist", ()) if f.get("id") == "single-run"), None)
     single_run = tuple(sorted((single or {}).get("details", {}).get("algorithms", {})))
