@@ -15,6 +15,7 @@ id                         severity  when
 ``max-over-evaluations``   warning   scores are the maximum over evaluations (optimistically biased)
 ``raw-scores``             warning   raw scores aggregated across several tasks without normalisation
 ``incomplete-sweep``       warning   a run store whose sweep is not finished (only finished runs are audited)
+``single-run``             warning   an algorithm with one run per task, set aside by the audit (engine.select)
 =========================  ========  ==================================================================
 """
 
