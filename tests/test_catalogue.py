@@ -112,6 +112,8 @@ def test_big_table_sets_muzero_aside_and_counts_missing_values():
     finding = next(f for f in sel.findings if f.id == "single-run")
     assert "MuZero" in finding.message and set(finding.details["algorithms"]) == {"MuZero"}
     assert "Pong" in sel.tasks and "DQN (Adam + MSE in JAX)" not in sel.algorithms
+    mixed = next(f for f in engine.checklist(sel) if f["id"] == "mixed-score-kind")
+    assert "train scores for C51, DQN, IQN, QR-DQN, Rainbow" in mixed["message"]
 
 
 def test_procgen_audits_end_to_end(tmp_path):
@@ -276,6 +278,34 @@ def test_catalogue_from_two_small_protocols_one_without_data(tmp_path):
     assert "A > B&lt;b&gt; at 100k, reversed at 500k" in html and "A > B&lt;b> at 100k, reversed at 500k" in md
     assert "B&lt;b&gt;" in html and "B<b>" not in html
     assert "not audited: data missing" in html and "not audited: data missing" in md
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.replace('[data]\n', '[data]\ntask_names = "atarii"\n'),
+     "data: field 'task_names' must be one of atari"),
+    (lambda t: t.replace('[data]\n', '[data]\ntask_names = "atari"\n'), "data: task_names = 'atari': t1, t2 are not"),
+    (lambda t: t.replace('[data]\n', '[data]\nrename = { Z = "Y" }\n'),
+     "data: rename: 'Z' is not an algorithm of the data"),
+    (lambda t: t.replace('[data]\n', '[data]\nalgorithms = "A"\n'),
+     "data: field 'algorithms' must be a non-empty array"),
+    (lambda t: t.replace('options = { algorithm = "A" }', 'format = "curvs"\noptions = { algorithm = "A" }'),
+     "data: files: field 'format': unknown format 'curvs' (did you mean 'curves'?)"),
+    (lambda t: t.replace('options = { algorithm = "A" }', 'format = "curves"\noptions = { algorithm = "A" }')
+              .replace('options = { budget_unit = "env_steps" }', 'options = { layout = "budgets" }'),
+     "data: options: unknown option 'layout' for format 'curves'"),
+], ids=["task-names-value", "task-names-not-atari", "rename-unknown", "algorithms-type", "file-format-unknown",
+        "shared-option-unfit-for-a-file-format"])
+def test_bad_data_selection_is_one_line_exit_2(tmp_path, edit, expected):
+    data = tmp_path / "data"
+    data.mkdir()
+    proto = _small_protocol(tmp_path, "flips", data, reverse=True)
+    proto.write_text(edit(proto.read_text(encoding="utf-8")), encoding="utf-8")
+    out = tmp_path / "out"
+    code, lines = _cli("report", proto, "--data", data, "-o", out)
+    assert code == 2, lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "flips.toml" in lines[0], lines
+    assert expected in lines[0], lines
+    assert not out.exists()
 
 
 def test_catalogue_refuses_a_broken_audit_json(tmp_path):
