@@ -18,6 +18,9 @@ id                         severity  when
 ``data-shape``             warning   collapsed seeds, heavy tails or many ties where the measured error rate of
                                      the default exceeds the nominal one at the data's size (info if it holds)
 ``iqm-trim``               info      the pooled runs are trimmed noticeably less than 25 % each side
+
+
+``single-run``             warning   an algorithm with one run per task, set aside by the audit (engine.select)
 =========================  ========  ==================================================================
 """
 

@@ -114,7 +114,10 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     """
     raw = table
     table, norm_label, norm = _normalize(table, settings.normalization)
+    table, single = _set_aside_single_run(table)
     budgets, tasks, findings = _budgets_and_tasks(table, settings, where)
+    if not single.empty:
+        findings.append(_single_run_finding(single, budgets, tasks, settings, table.meta.budget_unit))
     check_claims(claims, table.algorithms, budgets, table.meta.budget_unit)
     keep = table.frame["budget"].isin(budgets) & table.frame["task"].isin(tasks)
     audited = table.frame[keep]
@@ -127,6 +130,45 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
     return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
                      findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks))
+
+
+def _set_aside_single_run(table: ScoreTable) -> tuple[ScoreTable, pd.DataFrame]:
+    """Split off the algorithms with at most one run in every (task, budget) cell (MuZero, IMPALA in the
+    published data): no interval can be computed for them, so they take no part in orderings. Returns the
+    table without them and their rows (empty when none, or when no algorithm has several runs)."""
+    frame = table.frame
+    most = frame.groupby(["algorithm", "task", "budget"], sort=False).size().groupby(level=0).max()
+    single = [a for a in table.algorithms if most[a] <= 1]
+    if not single or len(single) == len(table.algorithms):
+        return table, frame.iloc[:0]
+    keep = ~frame["algorithm"].isin(single)
+    return ScoreTable(frame[keep].reset_index(drop=True), table.meta), frame[~keep]
+
+
+def _single_run_finding(rows: pd.DataFrame, budgets: list[int], tasks: list[str], settings: AuditSettings,
+                        unit: str):
+    """``single-run`` finding: each set-aside algorithm by name, with its point estimate per audited budget on
+    the audited tasks it has (no interval: one run per task)."""
+    from rlaudit.audit.checklist import Finding
+
+    details, parts = {}, []
+    for a, g in rows.groupby("algorithm", sort=True):
+        points, n_tasks = {}, {}
+        for b in budgets:
+            at = g[(g["budget"] == b) & g["task"].isin(tasks)]
+            if len(at):
+                score_set = [t["score"].to_numpy(dtype=np.float64) for _, t in at.groupby("task")]
+                points[str(b)] = float(stats_metrics.aggregate(settings.metric, score_set, settings.gamma))
+                n_tasks[str(b)] = len(score_set)
+        details[a] = {"points": points, "n_tasks": n_tasks}
+        shown = ", ".join(f"{int(b):,}: {v:.3g} ({n_tasks[b]} tasks)" for b, v in points.items()) or "no audited budget"
+        parts.append(f"{a} ({settings.metric} over the audited tasks it has, of {len(tasks)}; by budget in {unit}: "
+                     f"{shown})")
+    return Finding(
+        "single-run", "warning",
+        f"one run per task, so no interval and no part in the orderings, inversions or claims: {'; '.join(parts)}",
+        "these point estimates are descriptive only; several runs per task are needed to order them",
+        {"algorithms": details})
 
 
 def _normalize(table: ScoreTable, spec) -> tuple[ScoreTable, str, object | None]:

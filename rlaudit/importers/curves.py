@@ -164,34 +164,95 @@ def import_curves(paths: list[Path], **options) -> ScoreTable:
     unit = options.get("budget_unit") or ("frames" if all(t.startswith("atari") for t in tasks) else "env_steps")
     if budgets is None:
         budgets = default_budgets([float(r[4][np.isfinite(r[5])][-1]) for r in runs])
+    frame, notes = read_runs_at([r[1:] for r in runs], budgets, rule, max_staleness, unit)
+    if frame.empty:
+        raise InputError(f"{files[0]}: no run yields a score at any budget "
+                         f"{', '.join(f'{x:,}' for x in budgets)} under the {rule!r} rule")
+    meta = ScoreMeta(budget_unit=unit, score_kind="eval", source=", ".join(str(p) for p in paths),
+                     notes=tuple(notes))
+    return ScoreTable.from_frame(frame, meta, where=str(files[0]), line_offset=1)
+
+
+def nearest_gap(xs: np.ndarray, ys: np.ndarray, budgets: np.ndarray, rule: str = "last") -> np.ndarray:
+    """How far the recorded point(s) a rule reads are from each budget.
+
+    Args:
+        xs, ys: shape ``(n_points,)``, as for :func:`resample`.
+        budgets: shape ``(n_budgets,)``.
+        rule: ``"last"``: budget minus the last finite point at or before it; ``"linear"``: distance to the
+            nearer of the two bracketing finite points.
+
+    Returns:
+        Shape ``(n_budgets,)``, ``NaN`` where no point qualifies (read :func:`resample` for whether it is used).
+    """
+    xs = np.asarray(xs, dtype=np.float64)[np.isfinite(np.asarray(ys, dtype=np.float64))]
+    budgets = np.asarray(budgets, dtype=np.float64)
+    out = np.full(budgets.shape, np.nan)
+    if xs.size == 0:
+        return out
+    idx = np.searchsorted(xs, budgets, side="right") - 1
+    before = np.where(idx >= 0, budgets - xs[np.clip(idx, 0, None)], np.nan)
+    if rule == "last":
+        return before
+    after = np.where(idx + 1 < xs.size, xs[np.clip(idx + 1, None, xs.size - 1)] - budgets, np.nan)
+    return np.fmin(before, after)
+
+
+def read_runs_at(runs: list[tuple], budgets: list[int], rule: str, max_staleness: int | None,
+                 unit: str) -> tuple[pd.DataFrame, list[str]]:
+    """Read runs at ``budgets`` by ``rule``; return the tidy rows and the notes a reader needs.
+
+    Args:
+        runs: ``(algorithm, task, run, xs, ys)`` per run; ``xs``/``ys`` of shape ``(n_points,)``, ``ys``
+            possibly ``NaN`` (a missing value).
+        budgets, rule, max_staleness: as for :func:`resample`.
+        unit: budget unit, for the notes.
+
+    Returns:
+        ``(frame, notes)``: one row per (algorithm, task, run, budget) the rule yields; notes say the rule, the
+        missing values skipped per algorithm, per algorithm and budget how far the recorded points read were
+        from the budget (median and maximum over runs), and the runs that yield nothing at a budget.
+    """
     b = np.asarray(budgets, dtype=np.float64)
-    rows_alg, rows_task, rows_run, rows_budget, rows_score = [], [], [], [], []
+    rows: list[tuple] = []
     short: dict[int, list[str]] = {}
-    for _where, method, task, seed, xs, ys in runs:
+    n_missing: dict[str, list[int]] = {}
+    gaps: dict[str, list[np.ndarray]] = {}
+    for method, task, seed, xs, ys in runs:
         vals = resample(xs, ys, b, rule, max_staleness)
+        gap = nearest_gap(xs, ys, b, rule)
+        gaps.setdefault(method, []).append(np.where(np.isnan(vals), np.nan, gap))
+        missing = int(np.count_nonzero(~np.isfinite(np.asarray(ys, dtype=np.float64))))
+        count = n_missing.setdefault(method, [0, 0])
+        count[0] += missing
+        count[1] += bool(missing)
         for budget, v in zip(budgets, vals):
             if np.isnan(v):
                 short.setdefault(budget, []).append(f"{method}/{task}/seed {seed}")
-                continue
-            rows_alg.append(method)
-            rows_task.append(task)
-            rows_run.append(seed)
-            rows_budget.append(budget)
-            rows_score.append(float(v))
-    if not rows_score:
-        raise InputError(f"{files[0]}: no run yields a score at any budget "
-                         f"{', '.join(f'{x:,}' for x in budgets)} under the {rule!r} rule")
+            else:
+                rows.append((method, task, seed, budget, float(v)))
     notes = [resample_rule_note(rule, max_staleness, unit)]
+    for method, (n_values, n_runs) in n_missing.items():
+        if n_values:
+            notes.append(f"{method}: {n_values:,} missing values (null/NaN) in {n_runs} run(s) skipped by the rule")
+    for method, per_run in gaps.items():
+        g = np.vstack(per_run)
+        parts = []
+        for j, budget in enumerate(budgets):
+            col = g[:, j][np.isfinite(g[:, j])]
+            if col.size:
+                parts.append(f"{budget:,}: median {float(np.median(col)):,.0f}, max {float(col.max()):,.0f}")
+        if parts:
+            notes.append(f"{method}: distance from each budget to the recorded point read ({unit}; "
+                         f"{'last point at or before' if rule == 'last' else 'nearer bracketing point'}): "
+                         + "; ".join(parts))
     for budget in budgets:
         if budget in short:
             names = short[budget]
             notes.append(f"{len(names)} run(s) yield no score at budget {budget:,}: {', '.join(names[:5])}"
                          + (f" and {len(names) - 5} more" if len(names) > 5 else ""))
-    frame = pd.DataFrame({"algorithm": rows_alg, "task": rows_task, "run": rows_run, "budget": rows_budget,
-                          "score": rows_score})
-    meta = ScoreMeta(budget_unit=unit, score_kind="eval", source=", ".join(str(p) for p in paths),
-                     notes=tuple(notes))
-    return ScoreTable.from_frame(frame, meta, where=str(files[0]), line_offset=1)
+    frame = pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score"])
+    return frame, notes
 
 
 def _numbers(values, where: str) -> np.ndarray:

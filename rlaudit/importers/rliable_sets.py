@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError
-from rlaudit.importers._common import (check_budget, check_options, expand, is_count, load_json, opt_int, parse_count,
-                                       strip_suffixes, type_name)
+from rlaudit.importers._common import (check_budget, check_options, expand, is_count, load_json, opt_budgets, opt_int,
+                                       parse_count, strip_suffixes, type_name)
 from rlaudit.io import has_suffix
 from rlaudit.scores import ScoreMeta, ScoreTable
 
@@ -45,6 +46,9 @@ OPTIONS = {
     "field": "records layout: the score field (eval_average_return, HNS or Max HNS)",
     "normalized": "normalisation already applied to the scores (e.g. atari); default: atari for HNS fields",
     "budget_per_iteration": "records with an 'iteration' field: budget of one iteration (required then)",
+    "budgets": "curves (records with an 'iteration' field): read each run at these budgets by the 'last' rule "
+               "of the curves importer (default: every iteration)",
+    "max_staleness": "with budgets: how far before a budget the last iteration may end (default: one iteration)",
 }
 
 
@@ -93,11 +97,32 @@ def import_rliable(paths: list[Path], **options) -> ScoreTable:
     frame = pd.DataFrame(rows, columns=["algorithm", "task", "run", "budget", "score"])
     unit = units.pop()
     notes = []
+    budgets = opt_budgets(options, "budgets", "rliable importer")
+    if budgets is not None:
+        frame, notes = _read_at(frame, budgets, options, unit, str(files[0]))
     if unit == "final":
         notes.append("final scores; the budget is not given (budget 0, unit 'final')")
     meta = ScoreMeta(budget_unit=unit, score_kind="eval", source=", ".join(str(p) for p in paths),
                      normalized=next(iter(normalized.values())), notes=tuple(notes))
     return ScoreTable.from_frame(frame, meta, where=str(files[0]), line_offset=1)
+
+
+def _read_at(frame: pd.DataFrame, budgets: list[int], options: dict, unit: str,
+             where: str) -> tuple[pd.DataFrame, list[str]]:
+    """Curves (one row per run and iteration) read at ``budgets`` by the curves importer's 'last' rule."""
+    from rlaudit.importers.curves import read_runs_at
+
+    per_it = opt_int(options, "budget_per_iteration", None, "rliable importer", minimum=1)
+    if per_it is None:
+        raise InputError(f"{where}: option 'budgets' reads curves; it needs records with an 'iteration' field "
+                         "and option 'budget_per_iteration'")
+    stale = opt_int(options, "max_staleness", per_it, "rliable importer", minimum=0)
+    runs = [(a, t, r, g["budget"].to_numpy(dtype=np.float64), g["score"].to_numpy(dtype=np.float64))
+            for (a, t, r), g in frame.sort_values("budget").groupby(["algorithm", "task", "run"], sort=False)]
+    out, notes = read_runs_at(runs, budgets, "last", stale, unit)
+    if out.empty:
+        raise InputError(f"{where}: no run yields a score at any budget {', '.join(f'{b:,}' for b in budgets)}")
+    return out, notes
 
 
 def _detect(data, path: Path) -> str:
