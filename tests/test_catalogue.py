@@ -112,7 +112,7 @@ def test_big_table_sets_muzero_aside_and_counts_missing_values():
     finding = next(f for f in sel.findings if f.id == "single-run")
     assert "MuZero" in finding.message and set(finding.details["algorithms"]) == {"MuZero"}
     assert "Pong" in sel.tasks and "DQN (Adam + MSE in JAX)" not in sel.algorithms
-    mixed = next(f for f in engine.checklist(sel) if f["id"] == "mixed-score-kind")
+    mixed = next(f for f in engine.checklist(sel, engine.calibration_doc(sel, settings)) if f["id"] == "mixed-score-kind")
     assert "train scores for C51, DQN, IQN, QR-DQN, Rainbow" in mixed["message"]
 
 
@@ -144,7 +144,7 @@ def _procgen_copy(tmp_path, edit) -> Path:
      "data: algorithms[3]: 'MuZero' is not in the data"),
     # procgen's runs end at 5e7 steps: 9e7 (in [data].options and [audit]) is beyond every run.
     (lambda t: t.replace("50_000_000]", "50_000_000, 90_000_000]"), "audit.budgets: budget 90000000 is not in"),
-    (lambda t: t + '\n[[claims]]\nbetter = "PPG"\nworse = "IMPALA"\ntext = "x"\n',
+    (lambda t: t + '\n[[claims]]\nbetter = "PPG"\nworse = "IMPALA"\ntext = "PPG beats IMPALA"\n',
      "claims[0]: unknown algorithm 'IMPALA'"),
 ], ids=["method-not-in-source", "budget-beyond-every-run", "claim-unknown-algorithm"])
 def test_bad_published_protocol_is_one_line_exit_2_nothing_written(tmp_path, edit, expected):
@@ -239,7 +239,7 @@ def _small_protocol(root: Path, name: str, data_dir: Path, reverse: bool) -> Pat
     text = (f'schema_version = 1\nname = "{name}"\ntitle = "Small {name}"\ncitation = "test"\n\n[data]\n'
             f'format = "rliable"\noptions = {{ budget_unit = "env_steps" }}\n\n' + "\n".join(files) +
             '\n[audit]\nmetric = "mean"\nbudgets = [100_000, 500_000]\n\n'
-            '[[claims]]\nbetter = "A"\nworse = "B<b>"\ntext = "A outperforms B"\nsource = "Paper, Table 1"\n')
+            '[[claims]]\nbetter = "A"\nworse = "B<b>"\ntext = "A outperforms B<b>"\nsource = "Paper, Table 1"\n')
     path = root / f"{name}.toml"
     path.write_text(text, encoding="utf-8")
     return path
