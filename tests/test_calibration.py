@@ -132,3 +132,15 @@ def test_collapsed_seeds_five_tasks_five_runs_keep_the_bands(calibration_bench):
     low = scipy.stats.binom.ppf(0.01, r["n_cover"], 0.93)
     high = scipy.stats.binom.ppf(0.99, r["n_cover"], 0.97)
     assert low <= r["cover"] <= high, r
+
+
+def test_verdict_states_the_measured_error_where_the_matching_row_misses_the_nominal_one():
+    from rlaudit.audit.checklist import supported_error_note
+
+    bad = ROWS[1].to_dict()
+    note = supported_error_note({"calibration": {"shapes": [{"shape": "collapsed"}], "row": bad}})
+    assert note == ("; on data like these (seeds that collapse to ~0 while others learn, 26 tasks x 5 runs) the "
+                    "simulation puts the family-wise error at 10.2 % [8.4, 12.2] and the coverage of 95 % intervals "
+                    "at 92.6 %, not the nominal ones")
+    assert supported_error_note({"calibration": {"shapes": [{"shape": "collapsed"}], "row": ROWS[2].to_dict()}}) == ""
+    assert supported_error_note({}) == ""  # an audit.json written before the calibration was recorded

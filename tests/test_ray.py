@@ -423,3 +423,31 @@ def test_cluster_stopped_when_the_body_fails():
     assert not [p for p in seen["pids"] if alive(p)]
     c.netns = None
     assert not c.temp_dir.exists()
+
+
+TIMEOUT_PLUGIN_DIR = DATA / "timeout_plugin"
+
+
+def test_run_timeout_stops_a_ray_run_and_the_sweep_goes_on(cluster, tmp_path):
+    """--run-timeout under --executor ray: seed 0's learn() sleeps for an hour; its task is cancelled at the limit
+    (its worker killed) and recorded timed out, seed 1 finishes, exit 1, no rlaudit task left on the cluster."""
+    protocol = tmp_path / "sleepy.toml"
+    protocol.write_text('schema_version = 1\nname = "sleepy"\nseeds = 2\n[regimes]\nlow = 50\n[[tasks]]\n'
+                        'id = "CartPole-v1"\n[[algorithms]]\nname = "SleepyLearner"\n[evaluation]\nn_eval_episodes = 1\n')
+    env = {**ENV, "PYTHONPATH": str(TIMEOUT_PLUGIN_DIR),
+           "RLAUDIT_RAY_RUNTIME_ENV": json.dumps({"working_dir": str(TIMEOUT_PLUGIN_DIR)})}
+    store = tmp_path / "store.sqlite"
+    t0 = time.monotonic()
+    done = ray_run(cluster, [str(protocol), "--store", str(store), "--run-timeout", "15"], cwd=tmp_path, env=env)
+    assert time.monotonic() - t0 < 300, "the sleeping run was not stopped"
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "1 done, 1 failed (1 timed out)" in done.stderr, done.stderr
+    status = runs(store)
+    slept, ok = "CartPole-v1__SleepyLearner__0__nested", "CartPole-v1__SleepyLearner__1__nested"
+    assert status[ok]["status"] == "done"
+    assert status[slept]["status"] == "failed"
+    assert status[slept]["error"].startswith(f"RunTimedOut: {slept} ran past the run timeout of 15 s"), status[slept]
+    deadline = time.monotonic() + 20
+    while cluster.task_pids("rlaudit:CartPole") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster.task_pids("rlaudit:CartPole") == {}

@@ -154,7 +154,6 @@ def test_a_learner_that_never_returns_times_out_and_the_sweep_goes_on(tmp_path, 
 @pytest.mark.parametrize("args, text, expected", [
     (["--run-timeout", "0"], "", "error: --run-timeout: must be a number of seconds above 0"),
     (["--run-timeout", "nan"], "", "error: --run-timeout: must be a number of seconds above 0"),
-    (["--run-timeout", "5", "--executor", "ray"], "", "error: --run-timeout: applies to --executor local only"),
     ([], 'run_timeout = "1h"', "run_timeout: must be a number of seconds above 0 (e.g. 3600 for an hour), got '1h'"),
     ([], "run_timeout = -1", "run_timeout: must be a number of seconds above 0"),
 ])

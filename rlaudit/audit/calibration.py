@@ -73,9 +73,10 @@ class CalibrationRow:
 
     @property
     def holds(self) -> bool:
-        """Whether the nominal rates hold within the simulation's margin: the FWER interval reaches down to 5 %
-        and the coverage interval meets [93 %, 97 %]."""
-        return self.fwer[1] <= 5.0 and self.coverage[1] <= 97.0 and self.coverage[2] >= 93.0
+        """Whether the measured rates are the nominal ones: null family-wise error at most 5 % and coverage at
+        least 93 % (point estimates: a cell whose 300 audits put the error at 6.7 % [4.1, 10.1] is stated as
+        such, although its interval reaches 5 %; over-coverage is conservative and does not count)."""
+        return self.fwer[0] <= 5.0 and self.coverage[0] >= 93.0
 
     def describe(self) -> str:
         """``"5 tasks x 5 runs, 2 budgets: null family-wise error 6.9 % [5.4, 8.7], 95 % IQM coverage 89.1 %"``."""
@@ -91,7 +92,37 @@ class CalibrationRow:
                 "holds": self.holds}
 
 
-CALIBRATION: tuple[CalibrationRow, ...] = ()
+CALIBRATION: tuple[CalibrationRow, ...] = (
+    CalibrationRow("collapsed", 5, 3, 2, (1.7, 0.5, 3.8), (97.5, 95.9, 98.6), 0.0, 300),
+    CalibrationRow("collapsed", 5, 5, 2, (2.3, 0.9, 4.7), (96.0, 94.1, 97.4), 0.0, 300),
+    CalibrationRow("collapsed", 5, 5, 4, (1.3, 0.4, 3.4), (96.2, 94.9, 97.2), 0.0, 300),
+    CalibrationRow("collapsed", 5, 10, 2, (6.0, 3.6, 9.3), (95.5, 93.5, 97.0), 0.0, 300),
+    CalibrationRow("collapsed", 26, 3, 2, (4.7, 2.6, 7.7), (94.7, 92.6, 96.3), 0.7, 300),
+    CalibrationRow("collapsed", 26, 5, 2, (4.3, 2.3, 7.3), (93.2, 90.8, 95.1), 11.7, 300),
+    CalibrationRow("collapsed", 26, 5, 4, (6.7, 4.1, 10.1), (94.8, 93.3, 95.9), 1.3, 300),
+    CalibrationRow("collapsed", 26, 10, 2, (6.7, 4.1, 10.1), (92.8, 90.5, 94.8), 64.0, 300),
+    CalibrationRow("heavy", 5, 3, 2, (0.3, 0.0, 1.8), (97.2, 95.5, 98.3), 0.3, 300),
+    CalibrationRow("heavy", 5, 5, 2, (3.3, 1.6, 6.0), (94.5, 92.4, 96.2), 1.3, 300),
+    CalibrationRow("heavy", 5, 5, 4, (3.0, 1.4, 5.6), (94.4, 93.0, 95.6), 0.3, 300),
+    CalibrationRow("heavy", 5, 10, 2, (4.0, 2.1, 6.9), (92.7, 90.3, 94.6), 34.7, 300),
+    CalibrationRow("heavy", 26, 3, 2, (5.0, 2.8, 8.1), (96.3, 94.5, 97.7), 57.7, 300),
+    CalibrationRow("heavy", 26, 5, 2, (4.7, 2.6, 7.7), (93.2, 90.8, 95.1), 95.0, 300),
+    CalibrationRow("heavy", 26, 5, 4, (4.3, 2.3, 7.3), (95.2, 93.8, 96.3), 85.0, 300),
+    CalibrationRow("heavy", 26, 10, 2, (6.0, 3.6, 9.3), (95.0, 92.9, 96.6), 100.0, 300),
+    CalibrationRow("discrete", 5, 3, 2, (1.7, 0.5, 3.8), (97.3, 95.7, 98.5), 0.0, 300),
+    CalibrationRow("discrete", 5, 5, 2, (4.3, 2.3, 7.3), (95.2, 93.1, 96.7), 3.3, 300),
+    CalibrationRow("discrete", 5, 5, 4, (4.7, 2.6, 7.7), (93.1, 91.5, 94.5), 0.7, 300),
+    CalibrationRow("discrete", 5, 10, 2, (5.3, 3.1, 8.5), (95.3, 93.3, 96.9), 35.7, 300),
+    CalibrationRow("discrete", 26, 3, 2, (3.3, 1.6, 6.0), (95.5, 93.5, 97.0), 25.3, 300),
+    CalibrationRow("discrete", 26, 5, 2, (3.7, 1.8, 6.5), (96.0, 94.1, 97.4), 75.7, 300),
+    CalibrationRow("discrete", 26, 10, 2, (6.7, 4.1, 10.1), (94.7, 92.6, 96.3), 98.7, 300),
+    CalibrationRow("gamma", 5, 3, 2, (3.0, 1.4, 5.6), (94.8, 92.7, 96.5), 0.0, 300),
+    CalibrationRow("gamma", 5, 5, 2, (3.7, 1.8, 6.5), (93.0, 90.7, 94.9), 0.7, 300),
+    CalibrationRow("gamma", 5, 10, 2, (4.3, 2.3, 7.3), (94.2, 92.0, 95.9), 20.0, 300),
+    CalibrationRow("gamma", 26, 3, 2, (6.0, 3.6, 9.3), (95.8, 93.9, 97.3), 28.3, 300),
+    CalibrationRow("gamma", 26, 5, 2, (7.0, 4.4, 10.5), (94.2, 92.0, 95.9), 75.0, 300),
+    CalibrationRow("gamma", 26, 10, 2, (7.3, 4.7, 10.9), (95.0, 92.9, 96.6), 99.3, 300),
+)
 """The measured table (filled from ``bench/bench_audit_calibration.py --shapes``; see ``docs/audit.md``)."""
 
 @dataclass(frozen=True)

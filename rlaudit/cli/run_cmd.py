@@ -119,7 +119,7 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
 @click.option("--max-retries", type=int, default=None, help="Ray: retries of a run whose worker was lost.")
 @click.option("--run-timeout", type=float, default=None, metavar="SECONDS",
               help="Stop a run that trains longer than this and record it timed out; the sweep goes on "
-                   "(default: the protocol's run_timeout, else none). Executor local.")
+                   "(default: the protocol's run_timeout, else none).")
 @click.option("--runtime-env", default=None, metavar="JSON|FILE",
               help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
 @rerun_options
@@ -157,13 +157,8 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         from rlaudit.protocol.loader import run_timeout_value
 
         run_timeout_value(run_timeout, "--run-timeout")
-        if executor == "ray":
-            raise InputError("--run-timeout: applies to --executor local only (the Ray executor does not stop "
-                             "runs at a wall-time limit)")
     run_timeout = run_timeout if run_timeout is not None else p.run_timeout
-    if run_timeout is not None and executor == "ray":
-        click.echo(f"warning: {p.path}: run_timeout is not enforced by --executor ray", err=True)
-    elif run_timeout is not None:
+    if run_timeout is not None:
         opts["run_timeout"] = run_timeout
     if dry_run:
         Store.open_for_run(store_path, p, new_store=new_store, check_only=True)

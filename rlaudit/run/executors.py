@@ -67,6 +67,14 @@ class Executor(Protocol):
         """Execute ``specs``. ``KeyboardInterrupt`` cancels outstanding work and propagates."""
 
 
+def check_run_timeout(run_timeout: float | None) -> float | None:
+    """``run_timeout`` (seconds, or ``None``) after refusing what is not a finite number above 0."""
+    if run_timeout is not None and (isinstance(run_timeout, bool) or not isinstance(run_timeout, (int, float))
+                                    or not (math.isfinite(run_timeout) and run_timeout > 0)):
+        raise InputError(f"--run-timeout: must be a number of seconds above 0, got {run_timeout!r}")
+    return run_timeout
+
+
 def get_executor(name: str, **options) -> Executor:
     """Construct the executor registered as ``name`` with keyword ``options``.
 
@@ -123,11 +131,8 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None, run_timeout: float | None = None):
         if workers is not None and workers < 1:
             raise InputError(f"--workers: must be at least 1, got {workers}")
-        if run_timeout is not None and (isinstance(run_timeout, bool) or not isinstance(run_timeout, (int, float))
-                                        or not (math.isfinite(run_timeout) and run_timeout > 0)):
-            raise InputError(f"--run-timeout: must be a number of seconds above 0, got {run_timeout!r}")
         self.workers = workers
-        self.run_timeout = run_timeout
+        self.run_timeout = check_run_timeout(run_timeout)
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
         """Execute ``specs``, longest first, reporting to ``sink`` as records arrive."""

@@ -28,6 +28,7 @@ import signal
 import socket
 import tempfile
 import threading
+import time
 import traceback
 import uuid
 from collections import Counter
@@ -36,8 +37,8 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 from rlaudit.io import loads_nested
-from rlaudit.run.executors import EventSink
-from rlaudit.run.spec import RunSpec
+from rlaudit.run.executors import EventSink, check_run_timeout
+from rlaudit.run.spec import RunSpec, timed_out_error
 
 RUNTIME_ENV_VAR = "RLAUDIT_RAY_RUNTIME_ENV"
 """Environment variable read when no ``runtime_env`` is given: JSON text, or a ``.json``/``.yaml`` file."""
@@ -316,6 +317,7 @@ class _EventRouter:
         self.sink = sink
         self.count = count
         self.live: dict[str, tuple[str, str, str]] = {}  # run_id -> (attempt id, worker, node)
+        self.started_at: dict[str, float] = {}  # run_id -> monotonic time its latest attempt started
         progress = getattr(sink, "progress", None)
         self.progress = progress if callable(progress) else None
 
@@ -329,6 +331,7 @@ class _EventRouter:
                     self.count(old[2], "lost")
                     self.sink.restarted(run_id, f"worker {old[1]} was lost; Ray retried the run on {worker}")
                 self.live[run_id] = (attempt, worker, node)
+                self.started_at[run_id] = time.monotonic()
                 self.sink.started(run_id, worker)
             elif not self.is_live(run_id, attempt):
                 continue  # a late event of a lost attempt
@@ -340,6 +343,16 @@ class _EventRouter:
     def is_live(self, run_id: str, attempt: str) -> bool:
         """Whether ``attempt`` is the latest attempt of ``run_id`` seen."""
         return run_id in self.live and self.live[run_id][0] == attempt
+
+    def overdue(self, run_ids, limit: float) -> list[str]:
+        """Runs of ``run_ids`` whose latest attempt started more than ``limit`` seconds ago."""
+        now = time.monotonic()
+        return [r for r in run_ids if r in self.started_at and now - self.started_at[r] > limit]
+
+    def stop(self, run_id: str) -> None:
+        """Forget ``run_id``'s attempt: its late events are dropped (:meth:`is_live` is false from now on)."""
+        self.live.pop(run_id, None)
+        self.started_at.pop(run_id, None)
 
     def node_of(self, run_id: str) -> str:
         """Node label of the run's latest attempt (``"unknown node"`` before it started)."""
@@ -359,12 +372,14 @@ class RayExecutor:
             never retried.
         runtime_env: Ray runtime environment for the workers (dict, JSON text or ``.json``/``.yaml`` path),
             e.g. ``{"working_dir": "plugins/"}``; default: the ``RLAUDIT_RAY_RUNTIME_ENV`` variable.
+        run_timeout: wall-time limit of one run in seconds from its worker's start of it (``None``: none); a run
+            past it has its task cancelled (the worker process is killed) and is recorded timed out.
     """
 
     name = "ray"
 
     def __init__(self, address: str | None = None, cpus_per_run: float = 1, gpus_per_run: float = 0,
-                 max_retries: int = 2, runtime_env: dict | str | None = None):
+                 max_retries: int = 2, runtime_env: dict | str | None = None, run_timeout: float | None = None):
         if address is None:
             address = os.environ.get("RAY_ADDRESS") or None
         parse_address(address)
@@ -380,6 +395,7 @@ class RayExecutor:
         self.cpus_per_run = cpus_per_run
         self.gpus_per_run = gpus_per_run
         self.max_retries = max_retries
+        self.run_timeout = check_run_timeout(run_timeout)
         self.runtime_env = load_runtime_env(runtime_env)
         _import_ray()  # before the driver writes anything: a missing extra is bad input, not a failed sweep
         self._owns_ray = False  # whether this executor's ray.init made the connection (and shuts it down)
@@ -581,6 +597,8 @@ class RayExecutor:
                             raise RuntimeError(f"{spec.run_id}: result of an unannounced attempt")
                         self._count(node, "done")
                         sink.finished(result)
+                if self.run_timeout is not None:
+                    self._stop_overdue(ray, pending, router, sink)
         except BaseException:  # Ctrl-C above all: cancel what is still queued or training
             for ref in pending:
                 try:
@@ -593,6 +611,22 @@ class RayExecutor:
                 ray.kill(inbox)
             except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to clean
                 pass
+
+    def _stop_overdue(self, ray, pending: dict, router: _EventRouter, sink: EventSink) -> None:
+        """Cancel (force: the worker process is killed) every run past ``run_timeout`` and record it timed out;
+        the sweep goes on with the others."""
+        by_run = {spec.run_id: ref for ref, spec in pending.items()}
+        for run_id in router.overdue(by_run, self.run_timeout):
+            ref = by_run[run_id]
+            worker, node = router.live[run_id][1], router.node_of(run_id)
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - the task may have just finished or its node be gone
+                pass
+            pending.pop(ref)
+            router.stop(run_id)
+            self._count(node, "failed")
+            sink.failed(run_id, timed_out_error(run_id, self.run_timeout, worker))
 
     def _inbox_lost(self, ray, pending: dict, router: _EventRouter, sink: EventSink, exc: BaseException) -> None:
         """The inbox actor died (killed, or its node lost): the events of every unfinished run are gone with
