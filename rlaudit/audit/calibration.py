@@ -115,12 +115,15 @@ CALIBRATION: tuple[CalibrationRow, ...] = (
     CalibrationRow("discrete", 5, 10, 2, (5.3, 3.1, 8.5), (95.3, 93.3, 96.9), 35.7, 300),
     CalibrationRow("discrete", 26, 3, 2, (3.3, 1.6, 6.0), (95.5, 93.5, 97.0), 25.3, 300),
     CalibrationRow("discrete", 26, 5, 2, (3.7, 1.8, 6.5), (96.0, 94.1, 97.4), 75.7, 300),
+    CalibrationRow("discrete", 26, 5, 4, (4.3, 2.3, 7.3), (96.2, 95.0, 97.3), 57.7, 300),
     CalibrationRow("discrete", 26, 10, 2, (6.7, 4.1, 10.1), (94.7, 92.6, 96.3), 98.7, 300),
     CalibrationRow("gamma", 5, 3, 2, (3.0, 1.4, 5.6), (94.8, 92.7, 96.5), 0.0, 300),
     CalibrationRow("gamma", 5, 5, 2, (3.7, 1.8, 6.5), (93.0, 90.7, 94.9), 0.7, 300),
+    CalibrationRow("gamma", 5, 5, 4, (2.0, 0.7, 4.3), (95.0, 93.6, 96.2), 0.0, 300),
     CalibrationRow("gamma", 5, 10, 2, (4.3, 2.3, 7.3), (94.2, 92.0, 95.9), 20.0, 300),
     CalibrationRow("gamma", 26, 3, 2, (6.0, 3.6, 9.3), (95.8, 93.9, 97.3), 28.3, 300),
     CalibrationRow("gamma", 26, 5, 2, (7.0, 4.4, 10.5), (94.2, 92.0, 95.9), 75.0, 300),
+    CalibrationRow("gamma", 26, 5, 4, (3.7, 1.8, 6.5), (94.1, 92.6, 95.4), 61.7, 300),
     CalibrationRow("gamma", 26, 10, 2, (7.3, 4.7, 10.9), (95.0, 92.9, 96.6), 99.3, 300),
 )
 """The measured table (filled from ``bench/bench_audit_calibration.py --shapes``; see ``docs/audit.md``)."""
