@@ -95,15 +95,35 @@ def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> 
         path: the store.
         eval_protocol: ``final`` or ``max`` (see :func:`rlaudit.store.export_table`).
     """
-    from rlaudit.protocol import parse_protocol
-    from rlaudit.store import export_table, stored_protocol_text
+    from rlaudit.store import export_table
 
     path = Path(path)
     table = export_table(path, eval_protocol)
-    text, original = stored_protocol_text(path)
-    protocol = parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
+    protocol = store_protocol(path)
     labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.regime_kind} for r in protocol.regimes)
     return Source(table=table, path=str(path), budget_labels=labels, **_protocol_fields(protocol))
+
+
+def store_protocol(path: str | os.PathLike):
+    """The protocol of a store: the file it was made from when that file is still there with the store's hash,
+    else the text recorded in the store.
+
+    Claims, ``[audit]`` and ``[normalization]`` are not part of the protocol hash: a file with the same hash
+    describes the same runs, and its (possibly corrected) claims are what the user audits against now.
+    """
+    from rlaudit.protocol import load_protocol, parse_protocol
+    from rlaudit.store import stored_protocol_hash, stored_protocol_text
+
+    text, original = stored_protocol_text(path)
+    stored_hash = stored_protocol_hash(path)
+    if stored_hash and original.endswith(".toml") and Path(original).is_file():
+        try:
+            current = load_protocol(original)
+        except InputError:
+            current = None
+        if current is not None and current.hash == stored_hash:
+            return current
+    return parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
 
 
 def source_from_protocol(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Source:

@@ -420,7 +420,8 @@ def test_checklist_few_and_unequal_runs():
     cells = {("A", t, 1): rng.random(12) for t in "xy"} | {("B", t, 1): rng.random(4) for t in "xy"}
     res = run_audit(table_from(cells, ScoreMeta(normalized="minmax")), FAST)
     few = next(f for f in res.checklist if f["id"] == "few-runs")
-    assert few["details"] == {"min_runs": {"B": 4}} and f"fewer than {MIN_RUNS}" in few["message"]
+    assert few["details"]["min_runs"] == {"B": 4} and f"fewer than {MIN_RUNS}" in few["message"]
+    assert few["details"]["calibration_row"] == res.settings["calibration"]["row"]  # the measured row it cites
     assert "unequal-runs" in _ids(res) and "raw-scores" not in _ids(res)
 
 

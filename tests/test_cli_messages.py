@@ -87,7 +87,7 @@ def test_misspelt_algorithm_is_reported_before_the_claims_that_name_it(tmp_path)
     bad.write_text(QUICKSTART.replace('name = "DQN"', 'name = "DQN2"'))
     res = _cli("validate", str(bad))
     assert res.exit_code == 2
-    assert res.output.startswith(f"error: {bad}: algorithms[2].name: unknown algorithm 'DQN2' (did you mean 'DQN'"), \
+    assert res.output.startswith(f"error: {bad}: algorithms[1].name: unknown algorithm 'DQN2' (did you mean 'DQN'"), \
         res.output
 
 

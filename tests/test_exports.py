@@ -45,12 +45,14 @@ def test_parquet_export_reads_with_pandas_and_keeps_metadata(tmp_path):
     assert not sidecar_path(path).exists()
 
 
-def test_old_commented_csv_still_reads():
-    text = (QUICKSTART / "scores.csv").read_text()
-    assert text.startswith("# rlaudit.")  # the committed file is in the old format
-    table = read_scores(QUICKSTART / "scores.csv")
+def test_old_commented_csv_still_reads(tmp_path):
+    """Exports written before the sidecar kept their metadata in leading '# rlaudit.*' comment lines."""
+    plain = (QUICKSTART / "scores.csv").read_text()
+    old = tmp_path / "old.csv"
+    old.write_text('# rlaudit.source: "sweeps/quickstart/store.sqlite"\n# rlaudit.budget_unit: "env_steps"\n' + plain)
+    table = read_scores(old)
     assert table.meta.source == "sweeps/quickstart/store.sqlite" and table.meta.budget_unit == "env_steps"
-    assert len(table.frame) == sum(1 for ln in text.splitlines() if not ln.startswith("#")) - 1
+    assert len(table.frame) == len(plain.splitlines()) - 1
 
 
 def test_bad_sidecar_is_one_error_naming_it(tmp_path):

@@ -137,12 +137,13 @@ def test_protocol_claim_text_without_the_label_names_the_protocol_file(tmp_path)
     from rlaudit.cli import main
 
     text = (Path(__file__).parents[1] / "protocols" / "quickstart.toml").read_text()
-    assert 'text = "PPO outperforms A2C"' in text
+    claim = 'text = "PPO beats DQN on discrete classic control"'
+    assert claim in text
     bad = tmp_path / "p.toml"
-    bad.write_text(text.replace('text = "PPO outperforms A2C"', 'text = "Proximal policy optimisation wins"'))
+    bad.write_text(text.replace(claim, 'text = "Proximal policy optimisation wins"'))
     res = CliRunner().invoke(main, ["validate", str(bad)])
     assert res.exit_code == 2
-    assert res.output.startswith(f"error: {bad}: claims[0]: field 'text' ('Proximal policy optimisation wins') "
+    assert res.output.startswith(f"error: {bad}: claims[1]: field 'text' ('Proximal policy optimisation wins') "
                                  "does not name 'PPO'"), res.output
 
 

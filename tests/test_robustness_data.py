@@ -409,7 +409,7 @@ def test_a_new_store_carries_rlaudits_application_id_and_old_stores_are_still_re
     con = sqlite3.connect(tmp_path / "s.sqlite")
     assert con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     con.close()
-    con = open_readonly("sweeps/quickstart/store.sqlite")  # recorded before the application id: meta says
+    con = open_readonly("sweeps/dqn-family-minatar/store.sqlite")  # recorded before the application id: meta says
     assert con.execute("PRAGMA application_id").fetchone()[0] == 0
     con.close()
 

@@ -36,14 +36,17 @@ def work_estimate(table: ScoreTable, settings: AuditSettings) -> float:
     return float(len(table.frame)) * (reps + (n_algorithms + 1) * settings.reps_pairwise)
 
 
-# Throughput of the audit's stages, measured with bench/bench_audit_scale.py on the 2-core development machine
-# while other work shared it (load average about 9): a conservative basis for the up-front estimate.
-AGGREGATE_DRAWS_PER_S = 1.5e7
+# Throughput of the audit's stages on one core of the 2-core development machine, quiet. First measured with
+# bench/bench_audit_scale.py while other work shared the machine (load average about 9): those rates made the
+# estimate 4.7x too long on a quiet machine (Dopamine CNN vs Impala, 10 algorithms x 5 budgets, 405 tests,
+# 162,000 replicates: estimated 347 s, took 74 s), which refused audits that finish in a minute. These are
+# those rates x 3.5, so the estimate still errs long (99 s for that audit) and a loaded machine takes longer.
+AGGREGATE_DRAWS_PER_S = 5.25e7
 """Aggregate bootstrap: (replicate x audited score) pairs per second, all reported metrics together."""
-FAMILY_DRAWS_PER_S = {"maxt": 1.5e6, "holm": 4.5e6, "bonferroni": 4.5e6}
+FAMILY_DRAWS_PER_S = {"maxt": 5.25e6, "holm": 1.6e7, "bonferroni": 1.6e7}
 """Error control: (test x replicate x metric) triples per second; max-T walks the null distribution of every
 test, Holm and Bonferroni only count tails."""
-PAIRWISE_DRAWS_PER_S = 1e7
+PAIRWISE_DRAWS_PER_S = 3.5e7
 """Probability of improvement, profiles and per-task intervals: (pairwise replicate x score) pairs per second."""
 
 

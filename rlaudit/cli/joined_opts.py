@@ -24,15 +24,11 @@ def published_option(f):
 
 def _rerun_of(scores: str) -> dict | None:
     """The ``[rerun_of]`` table of the protocol behind ``scores`` (a store or a rerun protocol), if any."""
-    from rlaudit.sources import STORE_SUFFIXES
+    from rlaudit.sources import STORE_SUFFIXES, store_protocol
 
     path = Path(scores)
     if path.suffix.lower() in STORE_SUFFIXES and path.is_file():
-        from rlaudit.protocol.loader import parse_protocol
-        from rlaudit.store.export import stored_protocol_text
-
-        text, original = stored_protocol_text(path)
-        return parse_protocol(text, f"{path} (protocol {original})").rerun_of
+        return store_protocol(path).rerun_of
     if path.suffix.lower() == ".toml" and path.is_file():
         from rlaudit.protocol import load_protocol
 
