@@ -22,8 +22,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) "$(TORCH)" -e .
 	touch $@
 
+# The test extras and the JAX backend's (its tests run in the default suite; they skip without it).
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) "$(TORCH)" -e ".[test]"
+	$(PIP_INSTALL) "$(TORCH)" -e ".[test,jax]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

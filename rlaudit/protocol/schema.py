@@ -51,6 +51,9 @@ class Algorithm:
     """``policy_kwargs`` passed to the policy (e.g. ``{net_arch = [64, 64]}``)."""
     regimes: dict[str, RegimeOverride] = field(default_factory=dict)
     """Per-regime overrides, by regime name."""
+    backend: str = "sb3"
+    """What trains its runs (``rlaudit.run.backends``): the entry's ``backend``, else the protocol's top-level
+    ``backend``, else ``sb3``. One backend for all of an entry's seeds and regimes."""
 
     def settings_for(self, regime: str | None) -> tuple[dict, dict]:
         """``(hyperparams, policy_kwargs)`` in ``regime`` (``None``: the base settings)."""
