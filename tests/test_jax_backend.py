@@ -188,13 +188,15 @@ def test_minatar_network_is_one_conv_and_glorot_bounds():
     cfg = _config(policy_kwargs={"features_extractor": "minatar", "net_arch": []})
     params = jax.jit(lambda k: networks.init_params(cfg, k))(jax.random.PRNGKey(0))
     assert params["conv"]["w"].shape == (3, 3, 4, 16) and params["head"]["w"].shape == (1600, 6)
-    bound = (6 / (27 * 4 + 27 * 16)) ** 0.5
+    bound = (6 / (9 * 4 + 9 * 16)) ** 0.5
     assert float(jnp.abs(params["conv"]["w"]).max()) <= bound and float(jnp.abs(params["conv"]["w"]).max()) > 0.9 * bound
     assert float(jnp.abs(params["head"]["b"]).max()) == 0.0
+    x = jax.random.normal(jax.random.PRNGKey(1), (2, 10, 10, 4))
+    ref = jax.lax.conv_general_dilated(x, params["conv"]["w"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_allclose(np.asarray(networks.conv3x3_same(x, params["conv"]["w"])), np.asarray(ref), atol=1e-5)
     obs = jnp.zeros((3, 10, 10, 4), bool).at[1, 0, 0, 0].set(True)
     out = jax.jit(lambda p, o: networks.distribution(cfg, p, o))(params, obs)
     assert out.shape == (3, 6, 1)
-    # SAME padding: one cell in a corner reaches the 2x2 corner of the 16 feature maps only
     diff = np.asarray(out[1] - out[0])
     assert np.abs(diff).max() > 0 and np.array_equal(np.asarray(out[0]), np.asarray(out[2]))
 

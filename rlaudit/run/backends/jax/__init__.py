@@ -48,6 +48,10 @@ def configure_jax() -> None:
 
     from rlaudit.run.driver import throughput_cache
 
+    # Without this a second thread runs the program while the caller's thread waits for it busily: with 2 cores
+    # the process used ~1.4 CPU-s per second of wall time for the same steps (bench/bench_backends.py).
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
     cache = os.environ.get("RLAUDIT_JAX_CACHE") or str(throughput_cache().parent / "jax")
     if cache != "off" and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", cache)
@@ -59,6 +63,9 @@ class JaxBackend:
 
     name = "jax"
     max_batch = MAX_BATCH
+    reference_speedup = 3.0
+    """CPU throughput of a batch over the SB3 reference rate, for estimates before this machine has measured
+    one (bench/bench_backends.py: 2.7-3.7x at 8 seeds on the development machine)."""
 
     def missing_dependency(self) -> str | None:
         """What of the ``jax`` extra is not installed here (``None``: all of it is)."""

@@ -29,8 +29,9 @@ GAMES: dict[str, str] = {
 """MinAtar gymnasium ids -> game (pgx ``minatar-<game>``). ``-v0`` has the full 6-action set, ``-v1`` the
 minimal one, as in the ``minatar`` package's registration."""
 
-TASK_KWARGS = ("use_minimal_action_set", "sticky_action_prob", "difficulty_ramping")
-"""MinAtar options the JAX environment implements (``difficulty_ramping`` only at its default, true)."""
+TASK_KWARGS = ("use_minimal_action_set", "sticky_action_prob", "difficulty_ramping", "clip_reward")
+"""MinAtar options the JAX environment implements (``difficulty_ramping`` only at its default, true;
+``clip_reward = [low, high]`` clips the training rewards, as Dopamine's runner, never the evaluation's)."""
 
 # name -> (accepted Python types, allowed values or None, what to write in a message)
 _FLOAT = ((int, float), None, "a number")
@@ -105,6 +106,8 @@ class AgentConfig:
     """MinAtar's sticky-action probability (0.1)."""
     max_episode_steps: int | None
     """Episode cap in agent steps (``None``: none); a capped episode is truncated, not terminated."""
+    clip_reward: tuple[float, float] | None
+    """Training rewards are clipped to this interval before the agent stores them (``None``: not clipped)."""
     n_actions: int
     obs_shape: tuple[int, int, int]
     net_arch: tuple[int, ...]
@@ -265,6 +268,11 @@ def check_task(task, where: str, spec) -> None:
         if key == "sticky_action_prob" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                             or not 0 <= value <= 1):
             raise InputError(f"{where}.kwargs.sticky_action_prob: expected a probability in [0, 1], got {value!r}")
+        if key == "clip_reward" and not (isinstance(value, list) and len(value) == 2
+                                         and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 and math.isfinite(v) for v in value) and value[0] < value[1]):
+            raise InputError(f"{where}.kwargs.clip_reward: expected [low, high] with low < high (e.g. [-1, 1]), "
+                             f"got {value!r}")
         if key == "use_minimal_action_set" and not isinstance(value, bool):
             raise InputError(f"{where}.kwargs.use_minimal_action_set: expected true or false, got {value!r}")
 
@@ -317,6 +325,8 @@ def agent_config(spec) -> AgentConfig:
         game=game, minimal_actions=minimal,
         sticky_action_prob=float(task.kwargs_dict.get("sticky_action_prob", 0.1)),
         max_episode_steps=task.max_episode_steps, n_actions=len(minimal) if minimal else 6,
+        clip_reward=tuple(float(v) for v in task.kwargs_dict["clip_reward"]) if "clip_reward" in task.kwargs_dict
+        else None,
         obs_shape=(10, 10, OBS_CHANNELS[game]),
         net_arch=tuple(pk.get("net_arch", DEFAULT_NET_ARCH)),
         features_extractor=pk.get("features_extractor", "flatten"), stream_arch=tuple(pk.get("stream_arch", ())),

@@ -15,6 +15,7 @@ package and are done here instead of by pgx:
 Episodes reset automatically. An episode reaching ``max_episode_steps`` is *truncated* (gymnasium's
 ``TimeLimit``): its last transition is stored with ``done = 0`` and its real next observation, as
 stable-baselines3 stores time-outs. Difficulty ramping is always on (MinAtar's default; pgx has no switch).
+``clip_reward = [low, high]`` (a task kwarg) clips the rewards the agent learns from, as Dopamine's runner.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class MinAtarEnv:
         self.actions = jnp.asarray(cfg.minimal_actions if cfg.minimal_actions else tuple(range(6)), jnp.int32)
         self.sticky = float(cfg.sticky_action_prob)
         self.cap = cfg.max_episode_steps
+        self.clip = cfg.clip_reward
 
     def reset(self, key: jax.Array) -> tuple[EnvState, jax.Array]:
         """A first episode: its state and observation."""
@@ -93,5 +95,8 @@ class MinAtarEnv:
         fresh = self.env.init(k_reset)
         game_next = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, game)
         state = EnvState(game_next, full_action.astype(jnp.int32), jnp.where(done, 0, steps).astype(jnp.int32))
-        transition = Transition(game.observation, game.rewards[0], done, timeout)
+        reward = game.rewards[0]
+        if self.clip is not None:  # training rewards only (evaluations play the minatar package's env)
+            reward = jnp.clip(reward, self.clip[0], self.clip[1])
+        transition = Transition(game.observation, reward, done, timeout)
         return state, game_next.observation, transition

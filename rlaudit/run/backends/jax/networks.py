@@ -13,13 +13,12 @@ Features extractors (``policy_kwargs.features_extractor``):
   linear layer starts as torch's ``nn.Linear`` does (SB3 keeps torch's initialisation for DQN): weights and
   biases uniform in ``±1/sqrt(fan_in)``.
 - ``minatar``: the 'minatar' network of Obando-Ceron & Castro (2021), ``networks_new.py`` with ``net_conf =
-  'minatar'``: one convolution of 16 filters, 3x3, stride 1, SAME padding, ReLU, flatten (1,600 features), then
-  the head(s). Every kernel is Glorot-uniform and every bias 0 (flax's defaults). The source applies a flax
-  ``Conv`` with ``kernel_size = (3, 3, 3)`` to one unbatched ``(1, 10, 10, C)`` observation: a 3-D convolution
-  over ``(1, 10, 10)`` whose SAME padding lets only the middle depth slice of the kernel touch the data, i.e. a
-  2-D 3x3 convolution, but whose Glorot bound counts the 3x3x3 receptive field: ``sqrt(6 / (27 C + 27 * 16))``.
-  That is what is implemented (the reading of ``/work/notes/contract.md``; the bound is the one flax's
-  ``xavier_uniform`` computes for a ``(3, 3, 3, C, 16)`` kernel).
+  'minatar'`` at JohanSamir/revisiting_rainbow@64ec8c8 (flax.linen): one 2-D convolution of 16 filters, 3x3,
+  stride 1, SAME padding, ReLU, flatten (1,600 features), then the head(s) directly. Every kernel is
+  Glorot-uniform (the convolution's fans are those of a 3x3 kernel: ``9 C`` in, ``144`` out) and every bias 0
+  (flax's defaults). (An older revision applied a 3x3x3 kernel to an unbatched ``(1, 10, 10, C)`` array, the
+  same 2-D convolution numerically but with the 3x3x3 fans in its Glorot bound; the newest revision is the one
+  implemented.)
 
 Shapes: ``obs`` is ``(batch, 10, 10, C)`` (bool or float); outputs are ``(batch, n_actions, n_out)``, IQN's
 ``(batch, n_actions, n_tau)``.
@@ -78,7 +77,7 @@ def init_params(cfg: AgentConfig, key: jax.Array) -> dict:
     n_in = features_dim(cfg)
     if cfg.features_extractor == "minatar":
         c = cfg.obs_shape[2]
-        bound = math.sqrt(6.0 / (27 * c + 27 * CONV_FILTERS))
+        bound = math.sqrt(6.0 / (9 * c + 9 * CONV_FILTERS))
         params["conv"] = {"w": jax.random.uniform(next(keys), (3, 3, c, CONV_FILTERS), jnp.float32, -bound, bound),
                           "b": jnp.zeros((CONV_FILTERS,), jnp.float32)}
     split = _split(cfg)
@@ -117,10 +116,19 @@ def _stream(layers: list, x: jax.Array) -> jax.Array:
 def _features(cfg: AgentConfig, params: dict, obs: jax.Array) -> jax.Array:
     x = obs.astype(jnp.float32)
     if cfg.features_extractor == "minatar":
-        x = jax.lax.conv_general_dilated(x, params["conv"]["w"], window_strides=(1, 1), padding="SAME",
-                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        x = jax.nn.relu(x + params["conv"]["b"])
+        x = jax.nn.relu(conv3x3_same(x, params["conv"]["w"]) + params["conv"]["b"])
     return x.reshape((x.shape[0], -1))
+
+
+def conv3x3_same(x: jax.Array, w: jax.Array) -> jax.Array:
+    """A 3x3 convolution, stride 1, SAME (zero) padding, as one matrix product over the nine shifted copies of
+    the input (``lax.conv`` under ``vmap`` over seeds becomes a grouped convolution, several times slower on the
+    CPU). ``x`` ``(batch, H, W, C)``, ``w`` ``(3, 3, C, F)`` (HWIO, cross-correlation as ``lax.conv``); returns
+    ``(batch, H, W, F)``."""
+    _, h, wd, c = x.shape
+    padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    patches = jnp.concatenate([padded[:, i:i + h, j:j + wd, :] for i in range(3) for j in range(3)], axis=-1)
+    return patches @ w.reshape(9 * c, -1)
 
 
 def _heads(cfg: AgentConfig, params: dict, hidden: jax.Array) -> jax.Array:
