@@ -14,7 +14,8 @@ Usage::
     python scripts/compare_backends.py --a /work/wt/fid/sweeps/fidelity-minatar-100k/store.sqlite \\
         --b sweeps/backend-equivalence/store.sqlite --margin-frac 0.25 [--budget 100000] [--markdown]
 
-Labels are matched by name (``--map "A label=B label"`` when they differ). Exit status 2 with one line on bad
+Labels are matched by name; with ``--map "A label=B label"`` (repeatable) only the mapped labels are compared
+(two entries of one store: ``--a`` and ``--b`` the same file). Exit status 2 with one line on bad
 input (a missing store, no common (label, task, budget)).
 """
 
@@ -55,6 +56,8 @@ def compare_stores(a: str, b: str, margin: float | None = None, margin_frac: flo
     sa, sb = scores_by_key(a), scores_by_key(b)
     rows = []
     for (label, task, bud), xa in sorted(sa.items()):
+        if mapping and label not in mapping:  # with --map, only the mapped labels are compared
+            continue
         key = (mapping.get(label, label), task, bud)
         if key not in sb or (budget is not None and bud != budget):
             continue

@@ -169,6 +169,33 @@ def test_categorical_projection_and_quantile_loss_match_the_torch_built_ins():
     np.testing.assert_allclose(np.asarray(mine), ref.numpy(), rtol=1e-5)
 
 
+@pytest.mark.parametrize("loss,double", [("huber", False), ("mse", True)])
+def test_expected_value_targets_and_losses(loss, double):
+    """Target ``r + gamma^k (1 - d) Q_target(s', a*)``, ``a*`` the target's argmax or (double) the online one's;
+    SB3's Huber or ``(q - y)^2``; the PER signal is the TD error ``q - y``."""
+    from rlaudit.run.backends.jax import agent, networks, replay
+
+    cfg = _config(loss=loss, double=double, dueling=True, policy_kwargs={"net_arch": [8]})
+    online, target = (jax.jit(lambda k: networks.init_params(cfg, k))(jax.random.PRNGKey(i)) for i in (0, 1))
+    rng = np.random.default_rng(2)
+    obs = jnp.asarray(rng.integers(0, 2, (4, 10, 10, 4)).astype(bool))
+    nxt = jnp.asarray(rng.integers(0, 2, (4, 10, 10, 4)).astype(bool))
+    batch = replay.Batch(obs, jnp.array([0, 5, 2, 3]), jnp.array([1.0, 0.0, -1.0, 2.0]), nxt,
+                         jnp.array([0.0, 1.0, 0.0, 0.0]), jnp.array([0.99, 0.99, 0.9801, 0.99]), jnp.arange(4),
+                         jnp.ones(4))
+    loss_value, signal = jax.jit(lambda p, t, b: agent._elementwise_loss(cfg, p, t, b, jax.random.PRNGKey(0)))(
+        online, target, batch)
+    q = lambda p, o: np.asarray(jax.jit(lambda p, o: networks.distribution(cfg, p, o)[..., 0])(p, o))  # noqa: E731
+    q_next_t, q_next_o, q_now = q(target, nxt), q(online, nxt), q(online, obs)
+    best = (q_next_o if double else q_next_t).argmax(axis=1)
+    y = np.array([1.0, 0.0, -1.0, 2.0]) + np.array([1, 0, 1, 1]) * np.array([0.99, 0.99, 0.9801, 0.99]) \
+        * q_next_t[np.arange(4), best]
+    err = q_now[np.arange(4), [0, 5, 2, 3]] - y
+    expected = err**2 if loss == "mse" else np.where(np.abs(err) <= 1, 0.5 * err**2, np.abs(err) - 0.5)
+    np.testing.assert_allclose(np.asarray(signal), err, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(loss_value), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_exploration_schedules_are_sb3s_and_dopamines():
     from rlaudit.run.backends.jax import agent
 
@@ -219,12 +246,14 @@ def test_dqn_trains_a_batch_of_seeds_and_is_deterministic(tmp_path):
         {k: v for k, v in by_run.items() if k[0] == specs[1].run_id}
 
 
-@pytest.mark.parametrize("algo,extra", [  # C51 alone trains in the driver test below
-    ("QRDQN", ", n_quantiles = 8"),
+# One compiled program per case, ~10 CPU-s each: C51 alone trains in the driver test below, plain DQN in the
+# determinism test, QR-DQN's head in the DQNFamily case (with every component), the expected-value losses in
+# test_expected_value_targets_and_losses.
+@pytest.mark.parametrize("algo,extra", [
     ("IQN", ", n_tau = 4, n_tau_target = 4, n_tau_act = 4, n_cos = 8, iqn_post_layers = 0"),
     ("DopamineRainbow", ", n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4"),
-    ("DQNFamily", ", double = true, dueling = true, prioritized = true, n_steps = 3, loss = 'mse', "
-                  "max_grad_norm = inf, exploration_schedule = 'dopamine', epsilon_decay_steps = 200"),
+    ("DQNFamily", ", distributional = 'qr', n_quantiles = 8, double = true, dueling = true, prioritized = true, "
+                  "n_steps = 3, max_grad_norm = inf, exploration_schedule = 'dopamine', epsilon_decay_steps = 200"),
 ])
 def test_every_agent_trains_and_evaluates(tmp_path, algo, extra):
     p = _plan(_protocol(tmp_path, algo=algo, extra=extra, seeds=2, low=200, high=400))

@@ -1,0 +1,112 @@
+"""The SB3 and JAX backends on one protocol: the same algorithm, settings and evaluations, per-seed scores
+compared (scripts/compare_backends.py: bootstrap interval of the difference of means, Welch, TOST).
+
+The fast test trains 2 seeds a side for 1,500 steps (both near the random policy: it checks the path and that
+nothing is grossly apart); the slow one is the recorded check of docs/backends.md (10 seeds a side, 40k steps).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlaudit.run.backends.jax import missing_dependency
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(missing_dependency() is not None, reason=str(missing_dependency()))
+
+# The settings of tests/test_jax_backend.py's PROTOCOL (same JAX configuration and number of seeds, so that one
+# compiled program serves both files in one pytest process).
+HP = ("learning_starts = 100, buffer_size = 1000, batch_size = 8, target_update_interval = 100, "
+      "exploration_fraction = 0.5")
+PROTOCOL = f"""
+schema_version = 1
+name = "equivalence-fast"
+seeds = 2
+
+[regimes]
+low = 1_500
+
+[[tasks]]
+id = "MinAtar/Breakout-v1"
+suite = "minatar"
+kwargs = {{ use_minimal_action_set = false }}
+
+[[algorithms]]
+name = "DQN"
+label = "DQN (sb3)"
+hyperparams = {{ {HP} }}
+policy_kwargs = {{ net_arch = [16] }}
+
+[[algorithms]]
+name = "DQN"
+label = "DQN (jax)"
+backend = "jax"
+hyperparams = {{ {HP} }}
+policy_kwargs = {{ net_arch = [16] }}
+
+[evaluation]
+n_eval_episodes = 2
+epsilon = 0.05
+max_episode_steps = 200
+"""
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("compare_backends", REPO / "scripts" / "compare_backends.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sweep(path: Path, store: Path):
+    from rlaudit.protocol import check_runnable, load_protocol, plan
+    from rlaudit.run.driver import run_plan
+    from rlaudit.run.executors import LocalExecutor
+
+    protocol = load_protocol(path)
+    check_runnable(protocol)
+    run_plan(plan(protocol), store, LocalExecutor(workers=1))
+
+
+def test_both_backends_in_one_protocol_compare_per_seed(tmp_path, capsys):
+    path = tmp_path / "eq.toml"
+    path.write_text(PROTOCOL)
+    store = tmp_path / "store.sqlite"
+    _sweep(path, store)
+    compare = _script()
+    rows = compare.compare_stores(str(store), str(store), margin=2.0, mapping={"DQN (sb3)": "DQN (jax)"})
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["label"], row["task"], row["budget"], row["n_a"], row["n_b"]) == \
+        ("DQN (sb3)", "MinAtar/Breakout-v1", 1500, 2, 2)
+    assert row["interval"][0] <= row["difference"] <= row["interval"][1]
+    assert row["smallest_margin"] >= abs(row["difference"])
+    assert row["verdict"] != "different" and abs(row["difference"]) < 2.0
+    assert compare.main(["--a", str(store), "--b", str(store), "--map", "DQN (sb3)=DQN (jax)", "--margin", "2"]) == 0
+    assert "1 comparisons at level 0.05 each" in capsys.readouterr().out
+
+
+def test_compare_script_refuses_bad_input_in_one_line(tmp_path, capsys):
+    compare = _script()
+    assert compare.main(["--a", str(tmp_path / "none.sqlite"), "--b", str(tmp_path / "none.sqlite")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("none.sqlite: no such store")
+
+
+@pytest.mark.slow
+def test_dqn_on_breakout_is_not_different_between_backends(tmp_path):
+    """The recorded quick check (protocols/backend-equivalence/dqn-breakout-quick.toml): 10 seeds a side,
+    40k steps, ~12 CPU-minutes. No budget may show a difference at level 0.05."""
+    store = tmp_path / "store.sqlite"
+    _sweep(REPO / "protocols" / "backend-equivalence" / "dqn-breakout-quick.toml", store)
+    rows = _script().compare_stores(str(store), str(store), margin_frac=0.5, mapping={"DQN (sb3)": "DQN (jax)"})
+    assert len(rows) == 2 and all(r["n_a"] == r["n_b"] == 10 for r in rows)
+    assert all(r["verdict"] != "different" for r in rows), rows
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
