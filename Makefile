@@ -11,19 +11,16 @@ PYTEST_ARGS ?=
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-
-# One resolver pass for torch and the package, and no byte-compiling of every installed module (torch alone
-# has thousands): Python compiles what it imports, once. Measured from a fresh clone on 2 quiet cores:
-# 68 s with two pip calls and byte-compiling, 45 s like this.
-PIP_INSTALL := $(BIN)/python -m pip install -q --no-compile
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) "$(TORCH)" -e .
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) "$(TORCH)" -e ".[test]"
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
