@@ -46,6 +46,10 @@ class Source:
     """Raw claim tables from the protocol, each with ``where`` naming the file."""
     budget_labels: tuple[dict, ...] = ()
     """``{budget, regime, regime_kind}`` for reruns (nested anytime reading vs separate run)."""
+    settings: tuple[dict, ...] = ()
+    """The protocol's declared sources and deviations (:func:`rlaudit.protocol.provenance.settings_rows`)."""
+    suites: dict = field(default_factory=dict)
+    """Task -> suite (``minatar``, ``atari``, …) when the protocol names them."""
 
 
 def _suffix(path: Path) -> str:
@@ -84,8 +88,11 @@ def load_source(path: str | os.PathLike, fmt: str | None = None, data_dir: str |
 
 def _protocol_fields(protocol) -> dict:
     """What a protocol says about auditing its scores, as :class:`Source` fields."""
+    from rlaudit.protocol.provenance import settings_rows
+
     return {"protocol": protocol.name, "title": protocol.title or None, "citation": protocol.citation or None,
-            "normalization": protocol.normalization, "audit": protocol.audit.to_dict(), "claims": protocol.claims}
+            "normalization": protocol.normalization, "audit": protocol.audit.to_dict(), "claims": protocol.claims,
+            "settings": tuple(settings_rows(protocol)), "suites": {t.id: t.suite for t in protocol.tasks}}
 
 
 def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> Source:

@@ -615,10 +615,18 @@ def where_of(table: ScoreTable, source) -> str:
 
 
 def source_doc(source, table: ScoreTable) -> dict:
-    """``audit.json`` ``source``: ``{path, protocol, title, citation}``."""
+    """``audit.json`` ``source``: ``{path, protocol, title, citation}``, plus ``settings_vs_published`` (the
+    protocol's declared sources and deviations) and ``suites`` (task -> suite) when the protocol gives them."""
     if source is None:
         return {"path": table.meta.source or None, "protocol": None, "title": None, "citation": None}
     if isinstance(source, str):
         return {"path": source, "protocol": None, "title": None, "citation": None}
-    return {"path": str(getattr(source, "path", "")) or None, "protocol": getattr(source, "protocol", None),
-            "title": getattr(source, "title", None), "citation": getattr(source, "citation", None)}
+    doc = {"path": str(getattr(source, "path", "")) or None, "protocol": getattr(source, "protocol", None),
+           "title": getattr(source, "title", None), "citation": getattr(source, "citation", None)}
+    settings = list(getattr(source, "settings", ()) or ())
+    if settings:
+        doc["settings_vs_published"] = settings
+    suites = dict(getattr(source, "suites", {}) or {})
+    if suites:
+        doc["suites"] = suites
+    return doc

@@ -67,6 +67,35 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
+class SettingRow:
+    """One row of the "Settings vs published" table."""
+
+    algorithm: str
+    """The algorithm's label, or ``"all algorithms"`` for a protocol-wide entry."""
+    sources: tuple[tuple[str, str | None], ...]
+    """``(text, url)`` of each source named."""
+    key: str
+    """The setting (empty for a source with no declared deviation)."""
+    published: str
+    here: str
+    why: str
+
+
+def settings_table(source: dict) -> tuple[SettingRow, ...]:
+    """Rows of ``audit.json`` ``source.settings_vs_published``, in protocol order."""
+    out = []
+    for entry in source.get("settings_vs_published") or []:
+        who = entry.get("algorithm") or "all algorithms"
+        srcs = tuple((str(x.get("text", "")), x.get("url")) for x in entry.get("sources") or [])
+        devs = entry.get("deviations") or []
+        if not devs:
+            out.append(SettingRow(who, srcs, "", "", "", "as published: no deviation declared"))
+        for d in devs:
+            out.append(SettingRow(who, srcs, str(d["key"]), str(d["published"]), str(d["here"]), str(d["why"])))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything a report shows, in the order it shows it. Built by :func:`build_model`."""
 
@@ -106,6 +135,13 @@ class Report:
     agreement_heading: str = ""
     rows: AuditRows | None = None
     """Every typed row of the document (what the terminal summary reads too)."""
+    settings_published: tuple[SettingRow, ...] = ()
+    """The "Settings vs published" table: one row per declared deviation (or per source declaring none)."""
+
+    @property
+    def settings_sources(self) -> list[str]:
+        """Every source named in the "Settings vs published" table, once, in order."""
+        return list(dict.fromkeys(text for row in self.settings_published for text, _ in row.sources))
 
     def budget(self, budget: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
@@ -313,6 +349,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     object.__setattr__(report, "agreement_anchor", ANCHOR)
     object.__setattr__(report, "agreement_heading", HEADING)
     object.__setattr__(report, "findings", tuple(_findings(report) + agreement_findings(report.agreement)))
+    object.__setattr__(report, "settings_published", settings_table(source))
     object.__setattr__(report, "setup", tuple(_setup(report)))
     return report
 
@@ -401,6 +438,13 @@ def _setup(r: Report) -> list[tuple[str, str]]:
         rows.append(("Protocol", str(src["protocol"])))
     if src.get("citation"):
         rows.append(("Citation", str(src["citation"])))
+    if r.settings_published:
+        n = sum(1 for x in r.settings_published if x.key)
+        rows.append(("Settings vs published", f"{n} declared deviation{'s' if n != 1 else ''} from the published "
+                     f"settings; table below"))
+    elif data.get("budget_labels"):  # a rerun that names no source: say so rather than imply fidelity
+        rows.append(("Settings vs published", "no published source is declared for these settings, so how far "
+                     "they are from the original is not stated"))
     rows.append((f"Algorithms ({len(r.algorithms)})", ", ".join(r.algorithms)))
     shown = ", ".join(r.tasks[:12]) + (f", … ({len(r.tasks) - 12} more)" if len(r.tasks) > 12 else "")
     rows.append((f"Tasks ({len(r.tasks)})", shown))
