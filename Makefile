@@ -13,14 +13,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 
+# torch and the package in one pip call: one resolver pass instead of two.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q "$(TORCH)" -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[test]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

@@ -10,7 +10,11 @@ from click.testing import CliRunner
 from rlaudit.cli import main
 from rlaudit.errors import InputError
 from rlaudit.protocol import parse_protocol
-from rlaudit.protocol.provenance import parse_deviations, parse_one_source, settings_rows
+from rlaudit.protocol.provenance import (
+    parse_deviations,
+    parse_one_source,
+    settings_rows,
+)
 
 BASE = """
 schema_version = 1
@@ -192,5 +196,5 @@ def test_the_report_has_a_settings_vs_published_table(tmp_path):
     del audit["source"]["settings_vs_published"]
     plain = build_model(audit)
     assert plain.settings_published == () and "### Settings vs published" not in render_text(plain, "md")
-    assert ("Settings vs published", "no published source is declared for these settings, so how far they are from "
-            "the original is not stated") in plain.setup  # a rerun that declares nothing says so
+    assert ("Settings vs published", ("no published source is declared for these settings, so how far they are "
+                                      "from the original is not stated")) in plain.setup  # a rerun that declares nothing says so

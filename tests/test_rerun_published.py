@@ -371,6 +371,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "Implementations differ" in pa["caveat"] and "BOTH sides" in pa["method"]
     assert "the tiny authors' code" in pa["caveat"] and "another suite (gymnasium)" in pa["caveat"]
     assert "published vs rerun (tiny-pub -> gymnasium)" in result.output
+    assert pa["published"]["suite"] is None and pa["suite_change"]["differs"] is None  # the fixture names none
 
     # Same seed, same numbers; --published given explicitly gives the same join.
     again = _cli(["audit", str(store), "--published", str(path), "--data", str(tmp_path / "data"), "--out",
@@ -395,3 +396,42 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "\\label{tab:rlaudit-rank-agreement}" in tex and "QR \\textgreater{} DQN & 10, 20 & QR-DQN vs DQN" in tex
     assert tex.count("\\begin{table}") == tex.count("\\end{table}")
     assert json.loads((tmp_path / "r" / "audit.json").read_text())["published_agreement"] == pa
+
+
+def test_a_rerun_on_another_suite_says_a_reversal_can_come_from_the_suite():
+    from rlaudit.audit.joined import suite_change
+    from rlaudit.report.agreement import agreement_findings, build_agreement
+
+    assert suite_change("atari", "minatar")["differs"] is True
+    assert suite_change("minatar", "MinAtar")["differs"] is False
+    assert suite_change(None, "minatar")["differs"] is None
+    doc = {"published": {"name": "dopamine", "protocol": "d.toml", "suite": "atari"},
+           "rerun": {"suite": "minatar", "budgets": [100_000]}, "metric": "iqm", "caveat": "c", "method": "m",
+           "orderings": [{"better": "C51", "worse": "DQN", "published_budgets": [1],
+                          "per_budget": [{"budget": 100_000, "status": "reversed"}]}],
+           "summary": [{"budget": 100_000, "holds": 0, "reversed": 1, "inconclusive": 0, "not rerun": 0}],
+           "suite_change": suite_change("atari", "minatar")}
+    texts = [f.text for f in agreement_findings(build_agreement(doc))]
+    assert texts[0].startswith("Published vs rerun (dopamine (d.toml), atari -> rerun on minatar): of 1 decided "
+                               "published orderings, at rerun budget 100k: 0 hold, 1 reversed (differ from the "
+                               "published suite's ordering), 0 inconclusive.")
+    assert texts[1] == ("The published runs are on atari and the rerun on minatar: an ordering that differs from the "
+                        "published one can come from the change of suite as well as of budget. Orderings reversed "
+                        "between the rerun's own budgets are on one suite (minatar) and are reported separately.")
+    doc["suite_change"] = suite_change("minatar", "minatar")
+    assert len(agreement_findings(build_agreement(doc))) == 1  # same suite: nothing to add
+
+
+def test_inversions_of_a_joined_rerun_are_named_between_budgets_on_its_suite():
+    from types import SimpleNamespace
+
+    from rlaudit.report.model import Report
+
+    fake = SimpleNamespace(audit={"published_agreement": {"x": 1},
+                                  "source": {"suites": {"MinAtar/Breakout-v1": "minatar",
+                                                        "MinAtar/Freeway-v1": "minatar"}}})
+    assert Report.rerun_suite.fget(fake) == "minatar"
+    fake.audit["source"]["suites"]["CartPole-v1"] = "gymnasium"
+    assert Report.rerun_suite.fget(fake) is None  # two suites: no one suite to name
+    del fake.audit["published_agreement"]
+    assert Report.rerun_suite.fget(fake) is None

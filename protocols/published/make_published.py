@@ -205,7 +205,7 @@ DOPAMINE_SUITES = {
 
 def dopamine_rerun() -> dict:
     """``[rerun]`` of dopamine-atari-200m: every published agent mapped to rlaudit, suites to rerun on."""
-    return {"reference_steps": 50_000_000, "scaled": ["buffer_size", "learning_starts", "target_update_interval"],
+    return {"reference_steps": 50_000_000, "published_suite": "atari", "scaled": ["buffer_size", "learning_starts", "target_update_interval"],
             "exploration_steps": 250_000, "seeds": 5, "hyperparams": DOPAMINE_SHARED, "note": DOPAMINE_RERUN_NOTE,
             "implementation": f"Dopamine's own agents (google/dopamine @ {DOPAMINE_COMMIT[:8]}, TensorFlow and JAX)",
             "agents": DOPAMINE_AGENTS, "suites": DOPAMINE_SUITES}

@@ -26,7 +26,7 @@ from rlaudit.protocol.provenance import hyperparam_checker, parse_deviations, pa
 from rlaudit.scores import BUDGET_MAX, exact_whole
 
 RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperparams", "policy_kwargs", "note",
-              "implementation", "agents", "suites")
+              "implementation", "agents", "suites", "published_suite")
 AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note", "source",
               "deviations")
 SUITE_KEYS = ("reference_steps", "tasks", "budgets", "policy_kwargs", "hyperparams", "evaluation", "normalization",
@@ -134,6 +134,9 @@ class RerunSection:
     """What the rerun changes, in words."""
     implementation: str = ""
     """The published implementation, in words (e.g. ``"Dopamine (JAX / TensorFlow)"``), for the report's caveat."""
+    published_suite: str = ""
+    """The suite the published runs were trained on (``atari``): a rerun on another suite changes the suite as
+    well as the budget, and the joined audit says so."""
 
     @property
     def runnable(self) -> tuple[RerunAgent, ...]:
@@ -252,7 +255,8 @@ def parse_section(raw, where: str) -> RerunSection:
                                   parse_deviations(s.get("deviations"), f"{at}.deviations"), suite_agents)
     return RerunSection(reference, tuple(scaled), _positive(d, "exploration_steps", where), seeds,
                         _dict(d, "hyperparams", where), _dict(d, "policy_kwargs", where), tuple(agents), suites,
-                        _string(d, "note", where), _string(d, "implementation", where))
+                        _string(d, "note", where), _string(d, "implementation", where),
+                        _string(d, "published_suite", where))
 
 
 def section_of(protocol) -> RerunSection:

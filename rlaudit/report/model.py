@@ -139,6 +139,25 @@ class Report:
     """The "Settings vs published" table: one row per declared deviation (or per source declaring none)."""
 
     @property
+    def rerun_suite(self) -> str | None:
+        """The one suite of a joined audit's rerun tasks (its inversions are between budgets on that suite)."""
+        if not self.audit.get("published_agreement"):
+            return None
+        suites = set(((self.audit.get("source") or {}).get("suites") or {}).values())
+        return next(iter(suites)) if len(suites) == 1 else None
+
+    @property
+    def learned_only(self) -> list:
+        """``learning.aggregates_learned_only`` rows (the deciding metric without the unlearned tasks)."""
+        from types import SimpleNamespace
+
+        rows = (self.audit.get("learning") or {}).get("aggregates_learned_only") or []
+        return [SimpleNamespace(budget=int(x["budget"]), algorithm=str(x["algorithm"]), n_tasks=int(x["n_tasks"]),
+                                left_out=", ".join(x.get("tasks_left_out") or []),
+                                iv=SimpleNamespace(point=x.get("point"), lo=x.get("lo"), hi=x.get("hi")))
+                for x in rows]
+
+    @property
     def settings_sources(self) -> list[str]:
         """Every source named in the "Settings vs published" table, once, in order."""
         return list(dict.fromkeys(text for row in self.settings_published for text, _ in row.sources))
@@ -372,7 +391,8 @@ def _findings(r: Report) -> list[Finding]:
                 dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
             by_decision.setdefault(dec, []).append(r.budget(budget))
         parts = [f"{decision_text(d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
-        out.append(Finding("inversion", f"Ranking inversion ({metric_name(metric)}): " + "; ".join(parts) + ".",
+        on = f" between budgets on {r.rerun_suite}" if r.rerun_suite else ""
+        out.append(Finding("inversion", f"Ranking inversion{on} ({metric_name(metric)}): " + "; ".join(parts) + ".",
                            "critical"))
     for c in r.claims:
         if c.status == "reversed":
@@ -407,6 +427,7 @@ def _findings(r: Report) -> list[Finding]:
     for c in r.claims:
         if c.status == "holds":
             out.append(Finding("claim-holds", f"Claim \u201c{c.text}\u201d holds at every audited budget.", "info"))
+    out += _learning_findings(r)
     for item in r.checklist:
         if item.severity == "warning":
             out.append(Finding("checklist", item.message, "warning"))
@@ -420,6 +441,29 @@ def _findings(r: Report) -> list[Finding]:
     qualifiers = [Finding("checklist", item.message, "warning") for item in r.checklist if item.id in QUALIFIERS]
     rest = sorted((f for f in out[1:] if f not in qualifiers), key=lambda f: rank.get(f.severity, 3))
     return [out[0], *qualifiers, *rest]
+
+
+def _learning_findings(r: Report) -> list[Finding]:
+    """"Nothing learned yet on …" and the claims that rest on those cells (``audit.json`` ``learning``)."""
+    learning = r.audit.get("learning") or {}
+    gone = learning.get("nothing_learned") or []
+    if not gone:
+        return []
+    by_budget: dict = defaultdict(list)
+    for c in gone:
+        by_budget[int(c["budget"])].append(str(c["task"]))
+    parts = [f"at {r.budget(b)}{' ' + r.unit if i == 0 else ''} on {_join(ts)}"
+             for i, (b, ts) in enumerate(sorted(by_budget.items()))]
+    where = "; ".join(parts)
+    out = [Finding("nothing-learned", f"Nothing learned yet {where}: no algorithm's per-task interval lies above "
+                   f"the random policy's score, so orderings there compare play at random level (aggregates without "
+                   f"those tasks are in section 3).", "warning")]
+    for c in r.audit.get("claims") or []:
+        resting = [r.budget(int(p["budget"])) for p in c.get("per_budget", []) if p.get("rests_on_unlearned")]
+        if resting:
+            out.append(Finding("nothing-learned", f"Claim \u201c{c.get('text')}\u201d at {_join(resting)} {r.unit} "
+                               f"rests only on tasks nothing has learned yet.", "warning"))
+    return out
 
 
 def _join(items: list[str]) -> str:
