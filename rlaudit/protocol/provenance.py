@@ -52,6 +52,7 @@ SETTING_KEYS: dict[str, str] = {
     "budget": "training length",
     "seeds": "number of seeds",
     "implementation": "the code base (a reimplementation rather than the authors' code)",
+    "tuning": "which tuned entry, search or task the settings were chosen for",
 }
 """Setting names a deviation may use besides the algorithm's own hyperparameters and ``policy_kwargs`` keys."""
 
