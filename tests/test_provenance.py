@@ -198,3 +198,11 @@ def test_the_report_has_a_settings_vs_published_table(tmp_path):
     assert plain.settings_published == () and "### Settings vs published" not in render_text(plain, "md")
     assert ("Settings vs published", ("no published source is declared for these settings, so how far they are "
                                       "from the original is not stated")) in plain.setup  # a rerun that declares nothing says so
+
+
+def test_a_misspelt_algorithm_under_a_deviation_is_reported_as_the_name_error():
+    with pytest.raises(InputError, match=r"^p\.toml: algorithms\[0\]\.name: unknown algorithm 'DQM' \(did you mean "
+                                         r"'DQN'"):
+        parse_protocol(_protocol("""\
+            deviations = [{ key = "max_grad_norm", published = "none", here = "10", why = "w" }]
+            """).replace('name = "DQN"', 'name = "DQM"'), "p.toml")

@@ -229,7 +229,7 @@ def _rerun_fields(doc: dict, where: str) -> dict:
         algorithms.append(Algorithm(name=name, label=label or name, hyperparams=hp, policy_kwargs=pk,
                                     regimes=overrides, source=parse_source(a.get("source"), f"{at}.source"),
                                     deviations=parse_deviations(a.get("deviations"), f"{at}.deviations",
-                                                                hyperparam_checker(name, hp, pk))))
+                                                                hyperparam_checker(name, hp, pk, at))))
     seen_labels: dict[str, str] = {}
     for a in algorithms:
         key = unicodedata.normalize("NFC", a.label)  # "Café" typed and pasted (NFC / NFD) reads the same

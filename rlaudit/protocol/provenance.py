@@ -192,9 +192,10 @@ def parse_deviations(value, where: str, known=None) -> tuple[Deviation, ...]:
     return tuple(out)
 
 
-def hyperparam_checker(name: str, hyperparams: dict, policy_kwargs: dict):
+def hyperparam_checker(name: str, hyperparams: dict, policy_kwargs: dict, at: str = ""):
     """``key -> bool`` accepting the entry's own settings first, then the algorithm's constructor parameters and
-    ``policy_kwargs`` names; the registry is read only for a key the entry does not set."""
+    ``policy_kwargs`` names; the registry is read only for a key the entry does not set. An unknown algorithm
+    name is reported as the entry's name error (``<at>.name: unknown algorithm …``): the name is what is wrong."""
     def known(key: str) -> bool:
         if key in hyperparams or key in policy_kwargs:
             return True
@@ -204,7 +205,7 @@ def hyperparam_checker(name: str, hyperparams: dict, policy_kwargs: dict):
         try:
             cls = get_spec(name).load()
         except InputError as exc:
-            raise InputError(f"algorithm {name!r}: {exc}") from None
+            raise InputError(f"{at}.name: {exc}" if at else f"algorithm {name!r}: {exc}") from None
         return key in constructor_params(cls) or key in POLICY_KWARGS
 
     return known

@@ -492,7 +492,7 @@ def _toml(v) -> str:
 
 def _deviations(value, where: str, algorithm: str | None, hyperparams: dict, policy_kwargs: dict) -> tuple:
     """Deviations of a rerun agent: setting names, or the algorithm's hyperparameters when it has one."""
-    known = hyperparam_checker(algorithm, hyperparams, policy_kwargs) if algorithm else None
+    known = hyperparam_checker(algorithm, hyperparams, policy_kwargs, where.rsplit(".", 1)[0]) if algorithm else None
     return parse_deviations(value, where, known)
 
 
