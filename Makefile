@@ -18,8 +18,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q "$(TORCH)" -e .
 	touch $@
 
+# The test extras and the JAX backend's (its tests run in the default suite; they skip without it).
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[test]"
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[test,jax]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

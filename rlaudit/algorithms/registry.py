@@ -59,6 +59,8 @@ class AlgorithmSpec:
         defaults: rlaudit's hyperparameter defaults, applied on top of the class's keyword defaults.
         description: one line for ``rlaudit algorithms``.
         source: ``"built-in"`` or ``"plugin <distribution> (<name> = <entry point>)"``.
+        backends: the training backends that implement it (:mod:`rlaudit.run.backends`), the default
+            (``"sb3"``, which runs every algorithm) first; plugins run on ``sb3``.
     """
 
     def __init__(
@@ -70,10 +72,12 @@ class AlgorithmSpec:
         defaults: dict[str, Any] | None = None,
         description: str | None = None,
         source: str = "built-in",
+        backends: tuple[str, ...] = ("sb3",),
     ) -> None:
         self.name = name
         self.entry_point = entry_point
         self.source = source
+        self.backends = tuple(backends)
         self._kind = kind
         self._action_spaces = action_spaces
         self._defaults = dict(defaults or {})
@@ -212,6 +216,7 @@ def register(
     defaults: Mapping[str, Any] | None = None,
     description: str | None = None,
     source: str = "built-in",
+    backends: Iterable[str] = ("sb3",),
 ) -> AlgorithmSpec:
     """Register an algorithm under ``name``; a second registration replaces the first with a warning.
 
@@ -223,6 +228,8 @@ def register(
         defaults: rlaudit's hyperparameter defaults on top of the class's keyword defaults.
         description: one line; ``None`` to use the class docstring's first line.
         source: ``"built-in"`` or ``"plugin <distribution> (<entry point>)"``.
+        backends: training backends implementing it (``"sb3"`` runs every algorithm; ``"jax"`` only the
+            names :mod:`rlaudit.run.backends.jax` implements).
 
     Returns:
         The new spec.
@@ -240,6 +247,7 @@ def register(
         defaults=dict(defaults or {}),
         description=description,
         source=source,
+        backends=tuple(backends),
     )
     if name in _REGISTRY:
         old = _REGISTRY[name]
@@ -425,10 +433,17 @@ _BUILTINS: list[tuple[str, str, tuple[str, ...], dict[str, Any], str]] = [
 ]
 
 
+JAX_BACKEND_ALGORITHMS: frozenset[str] = frozenset(
+    {"DQN", "DQNFamily", "DoubleDQN", "DuelingDQN", "PrioritizedDQN", "QRDQN", "C51", "IQN", "DopamineRainbow"})
+"""Built-ins the ``jax`` backend also implements (:mod:`rlaudit.run.backends.jax`): the DQN family without
+noisy nets."""
+
+
 def _register_builtins() -> None:
     for name, ep, spaces, defaults, desc in _BUILTINS:
         kind = "sb3"
-        register(name, ep, kind=kind, action_spaces=spaces, defaults=defaults, description=desc)
+        backends = ("sb3", "jax") if name in JAX_BACKEND_ALGORITHMS else ("sb3",)
+        register(name, ep, kind=kind, action_spaces=spaces, defaults=defaults, description=desc, backends=backends)
 
 
 _register_builtins()

@@ -19,23 +19,25 @@ def _fmt(value) -> str:
         return repr(value)
 
 
-def _rows() -> list[tuple[str, str, str, str, str]]:
+def _rows() -> list[tuple[str, str, str, str, str, str]]:
     from rlaudit.algorithms import list_specs
 
     rows = []
     for spec in list_specs():
+        backends = ",".join(spec.backends)
         try:
-            rows.append((spec.name, spec.kind, ",".join(sorted(spec.action_spaces)), spec.source, spec.description))
+            rows.append((spec.name, spec.kind, ",".join(sorted(spec.action_spaces)), backends, spec.source,
+                         spec.description))
         except InputError as exc:  # a broken plugin is listed, not fatal
-            rows.append((spec.name, "?", "?", spec.source, f"cannot load: {exc}"))
+            rows.append((spec.name, "?", "?", backends, spec.source, f"cannot load: {exc}"))
     return rows
 
 
 def _print_list() -> None:
-    rows = [("NAME", "KIND", "ACTION SPACES", "SOURCE", "DESCRIPTION"), *_rows()]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    rows = [("NAME", "KIND", "ACTION SPACES", "BACKENDS", "SOURCE", "DESCRIPTION"), *_rows()]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4])
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5])
 
 
 @click.group(invoke_without_command=True)
@@ -66,6 +68,7 @@ def show(name: str) -> None:
     click.echo(f"kind:          {spec.kind}")
     click.echo(f"source:        {spec.source}")
     click.echo(f"action spaces: {', '.join(sorted(spec.action_spaces))}")
+    click.echo(f"backends:      {', '.join(spec.backends)} (protocol field `backend`; docs/backends.md)")
     click.echo("hyperparameters (* = rlaudit default, overriding the class's):")
     width = max((len(k) for k in params), default=0)
     for key, value in params.items():

@@ -31,10 +31,10 @@ from rlaudit.scores import BUDGET_MAX
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
             "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of", "run_timeout",
-            "source", "deviations")
+            "source", "deviations", "backend")
 RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
 TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
-ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes", "source", "deviations")
+ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes", "source", "deviations", "backend")
 OVERRIDE_KEYS = ("hyperparams", "policy_kwargs")
 REGIME_KEYS = ("budget", "mode")
 EVAL_KEYS = ("n_eval_episodes", "deterministic", "epsilon", "eval_every", "max_episode_steps", "eval_seed_offset")
@@ -167,6 +167,8 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
     if isinstance(canonical["algorithms"], list):  # provenance describes the runs, it does not change them
         canonical["algorithms"] = [{k: v for k, v in a.items() if k not in ("source", "deviations")}
                                    if isinstance(a, dict) else a for a in canonical["algorithms"]]
+    if "backend" in doc:  # only when given, so that the hashes of protocols without it stay what they were
+        canonical["backend"] = doc["backend"]
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
     provenance = {"source": parse_source(doc.get("source"), f"{where}: source"),
                   "deviations": parse_deviations(doc.get("deviations"), f"{where}: deviations")}
@@ -208,15 +210,24 @@ def _rerun_fields(doc: dict, where: str) -> dict:
     if dup:
         raise InputError(f"{where}: tasks: {dup!r} is listed twice")
 
+    from rlaudit.run.backends import DEFAULT_BACKEND, check_backend_name
+
+    default_backend = check_backend_name(doc["backend"], f"{where}: backend") if "backend" in doc \
+        else DEFAULT_BACKEND
     algorithms = []
     for at, a in _array_of_tables(doc, "algorithms", ALGO_KEYS, where):
         name = _str(a, "name", at, required=True)
+        backend = check_backend_name(a["backend"], f"{at}.backend") if "backend" in a else default_backend
         overrides = {}
         for rname, o in _dict(a, "regimes", at).items():
             oat = f"{at}.regimes.{rname}"
             if rname not in regimes_raw:
                 raise InputError(f"{oat}: no regime {rname!r} in [regimes]{did_you_mean(rname, regimes_raw)}")
             o = _table(o, oat)
+            if "backend" in o:
+                raise InputError(f"{oat}.backend: one algorithm entry cannot mix backends across its regimes or "
+                                 f"seeds (its scores would pool two implementations); write a second [[algorithms]] "
+                                 f"entry with its own label and backend = {o['backend']!r}")
             _keys(o, OVERRIDE_KEYS, oat, "key")
             overrides[rname] = RegimeOverride(hyperparams=_dict(o, "hyperparams", oat),
                                               policy_kwargs=_dict(o, "policy_kwargs", oat) if "policy_kwargs" in o
@@ -229,7 +240,8 @@ def _rerun_fields(doc: dict, where: str) -> dict:
         algorithms.append(Algorithm(name=name, label=label or name, hyperparams=hp, policy_kwargs=pk,
                                     regimes=overrides, source=parse_source(a.get("source"), f"{at}.source"),
                                     deviations=parse_deviations(a.get("deviations"), f"{at}.deviations",
-                                                                hyperparam_checker(name, hp, pk, at))))
+                                                                hyperparam_checker(name, hp, pk, at)),
+                                    backend=backend))
     seen_labels: dict[str, str] = {}
     for a in algorithms:
         key = unicodedata.normalize("NFC", a.label)  # "Café" typed and pasted (NFC / NFD) reads the same
@@ -466,23 +478,24 @@ def check_runnable(protocol: Protocol) -> None:
     if protocol.is_published:
         return
     from rlaudit.algorithms import get_spec
-    from rlaudit.algorithms.hyperparams import check_policy_kwargs
+    from rlaudit.run.backends import get_backend
     from rlaudit.run.envs import action_space_of, check_task
     from rlaudit.run.spec import TaskSpec
 
     where = protocol.path
-    spaces = {}
+    tasks = []
     for i, t in enumerate(protocol.tasks):
         ts = TaskSpec(t.id, t.suite, tuple(sorted(t.kwargs.items())),
                       t.max_episode_steps or protocol.evaluation.max_episode_steps)
         check_task(ts, f"{where}: tasks[{i}]")
         try:
-            spaces[t.id] = action_space_of(ts)
+            space = action_space_of(ts)
         except InputError:
             raise
         except (Exception, SystemExit) as exc:  # the environment's own constructor rejected the kwargs (or exited)
             raise InputError(f"{where}: tasks[{i}]: cannot build {t.id!r} with kwargs {t.kwargs!r}: "
                              f"{type(exc).__name__}: {exc}") from None
+        tasks.append((f"{where}: tasks[{i}]", t, ts, space))
     for i, a in enumerate(protocol.algorithms):
         at = f"{where}: algorithms[{i}]"
         try:
@@ -490,14 +503,7 @@ def check_runnable(protocol: Protocol) -> None:
             spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
         except InputError as exc:
             raise InputError(f"{at}.name: {exc}") from None
-        spec.check_hyperparams(a.hyperparams, f"{at}.hyperparams")
-        check_policy_kwargs(spec.load(), a.hyperparams.get("policy"), a.policy_kwargs, f"{at}.policy_kwargs", a.name)
-        for rname in a.regimes:
-            hp, pk = a.settings_for(rname)
-            spec.check_hyperparams(hp, f"{at}.regimes.{rname}.hyperparams")
-            check_policy_kwargs(spec.load(), hp.get("policy"), pk, f"{at}.regimes.{rname}.policy_kwargs", a.name)
-        for t in protocol.tasks:
-            if not spec.supports(spaces[t.id]):
-                raise InputError(f"{at}: {a.name} supports {', '.join(sorted(spec.action_spaces))} action spaces, "
-                                 f"but task {t.id!r} has a {type(spaces[t.id]).__name__} action space "
-                                 f"({spaces[t.id]})")
+        if a.backend not in spec.backends:
+            raise InputError(f"{at}.backend: {a.name} has no {a.backend!r} backend; backends that can run it: "
+                             f"{', '.join(spec.backends)}")
+        get_backend(a.backend).check(a, spec, tasks, protocol.evaluation, at)

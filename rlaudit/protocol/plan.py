@@ -135,12 +135,14 @@ def plan(protocol: Protocol) -> Plan:
                 if nested:
                     hp, pk = a.settings_for(None)
                     runs.append(RunSpec(run_id(t.id, a.label, seed, "nested"), protocol.hash, task,
-                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
+                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items())),
+                                                 a.backend),
                                         seed, tuple(r.budget for r in nested), evs, "nested", "nested"))
                 for r in protocol.separate:
                     hp, pk = a.settings_for(r.name)
                     runs.append(RunSpec(run_id(t.id, a.label, seed, r.name), protocol.hash, task,
-                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items()))),
+                                        AlgoSpec(a.name, a.label, tuple(sorted(hp.items())), tuple(sorted(pk.items())),
+                                                 a.backend),
                                         seed, (r.budget,), evs, "separate", r.name))
     check_unique_runs(runs, str(protocol.path))
     labels = tuple(BudgetLabel(r.name, r.budget, r.regime_kind, "nested" if r.regime_kind == "nested" else r.name)

@@ -57,6 +57,9 @@ class Algorithm:
     """Where the settings come from (``source = "owner/repo@commit:path"``, a paper and table, …); not hashed."""
     deviations: tuple[Deviation, ...] = ()
     """Settings that differ from the source, each with its published value, its value here and why; not hashed."""
+    backend: str = "sb3"
+    """What trains its runs (``rlaudit.run.backends``): the entry's ``backend``, else the protocol's top-level
+    ``backend``, else ``sb3``. One backend for all of an entry's seeds and regimes."""
 
     def settings_for(self, regime: str | None) -> tuple[dict, dict]:
         """``(hyperparams, policy_kwargs)`` in ``regime`` (``None``: the base settings)."""

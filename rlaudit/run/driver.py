@@ -66,9 +66,19 @@ def _write_throughput(measured: dict[str, list[float]]) -> None:
         pass
 
 
+def rate_key(spec: RunSpec) -> str:
+    """Key of ``spec``'s measured rate: ``algorithm/suite``, with ``@backend`` for a backend other than the default."""
+    from rlaudit.run.backends import DEFAULT_BACKEND
+
+    backend = spec.algorithm.backend
+    return f"{spec.algorithm.name}/{spec.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
+
+
 def rate_of(spec: RunSpec, cache: dict[str, float]) -> float:
-    """Env steps per second of one run of ``spec``'s algorithm and suite (measured here, else reference)."""
-    key = f"{spec.algorithm.name}/{spec.task.suite}"
+    """Env steps per second of one run of ``spec``'s algorithm, suite and backend (measured here, else the
+    reference rate; a run of a batch counts its batch's wall time, so a measured rate already includes the
+    batch's sharing)."""
+    key = rate_key(spec)
     if key in cache:
         return cache[key]
     return REFERENCE_STEPS_PER_S.get(spec.algorithm.name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(spec.task.suite, 1.0)
@@ -108,12 +118,19 @@ def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str
     take at most (every episode played to the time limit) at the same rate, so a plan whose evaluations
     dominate is not estimated at "about 0 s".
     """
+    from rlaudit.run.backends import backend_of, make_batches
+
     cache = _read_throughput()
     limits: dict = {}
-    keys = dict.fromkeys(f"{s.algorithm.name}/{s.task.suite}" for s in specs)
-    per_run = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in specs]
-    n = max(1, min(workers, len(specs)))
-    return max(sum(per_run) / n, max(per_run, default=0.0)), rate_sources(list(keys), cache)
+    keys = dict.fromkeys(rate_key(s) for s in specs)
+    per_batch = []  # the runs of a batch train together: measured rates already say so, reference rates do not
+    for batch in make_batches(specs):
+        times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
+        measured = rate_key(batch[0]) in cache
+        speedup = 1.0 if measured else getattr(backend_of(batch[0]), "reference_speedup", 1.0)
+        per_batch.append(max(times) if measured else sum(times) / speedup)
+    n = max(1, min(workers, len(per_batch)))
+    return max(sum(per_batch) / n, max(per_batch, default=0.0)), rate_sources(list(keys), cache)
 
 
 def rate_sources(keys: Sequence[str], cache: dict[str, float]) -> str:
@@ -273,7 +290,7 @@ class Driver:
         self.summary.done += 1
         self.summary.env_steps += result.env_steps
         if result.wall_time > 0 and result.env_steps >= MIN_STEPS_MEASURED:
-            self.measured.setdefault(f"{spec.algorithm.name}/{spec.task.suite}", []).append(
+            self.measured.setdefault(rate_key(spec), []).append(
                 result.env_steps / result.wall_time)
         if self._progress is None:
             rate = f", {result.env_steps / result.wall_time:,.0f} steps/s" if result.wall_time > 0 else ""

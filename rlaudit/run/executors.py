@@ -1,8 +1,9 @@
 """Executors: where runs are trained. The driver owns the store; executors only report events to it.
 
-An executor takes planned :class:`~rlaudit.run.spec.RunSpec` objects and calls
-:func:`rlaudit.run.runner.execute_run` on each, somewhere, streaming what happens back to an
-:class:`EventSink` that lives in the driver process (the single SQLite writer). :class:`LocalExecutor` is a
+An executor takes planned :class:`~rlaudit.run.spec.RunSpec` objects, groups them into batches
+(:func:`rlaudit.run.backends.make_batches`: one run each, or the vmapped seeds of a JAX batch) and calls
+:func:`rlaudit.run.backends.execute_batch` on each batch, somewhere, streaming what happens to each run back
+to an :class:`EventSink` that lives in the driver process (the single SQLite writer). :class:`LocalExecutor` is a
 process pool on this machine; ``rlaudit.run.ray_executor.RayExecutor`` spreads runs over a Ray cluster.
 Executors are named in :data:`EXECUTORS` as ``"module:attr"`` and imported only when used.
 """
@@ -23,6 +24,9 @@ from typing import Protocol, runtime_checkable
 
 from rlaudit.errors import InputError, did_you_mean
 from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, timed_out_error
+
+BATCH_FAILED = "the whole batch failed"
+"""Added to the error of each run of a multi-run batch that raised (a JAX compile failure, say)."""
 
 EXECUTORS: dict[str, str] = {
     "local": "rlaudit.run.executors:LocalExecutor",
@@ -139,7 +143,9 @@ class LocalExecutor:
         specs = sorted(specs, key=lambda s: -s.total_steps)  # longest first balances the pool
         if not specs:
             return
-        n = min(self.workers or default_workers(), len(specs))
+        from rlaudit.run.backends import make_batches
+
+        n = min(self.workers or default_workers(), len(make_batches(specs)))
         if n == 1 and self.run_timeout is None:
             self._run_inline(specs, sink)
         else:
@@ -147,31 +153,44 @@ class LocalExecutor:
 
     # ------------------------------------------------------------------------------------------ inline
     def _run_inline(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        from rlaudit.run.runner import execute_run, set_single_thread
+        from rlaudit.run.backends import execute_batch, make_batches
+        from rlaudit.run.runner import set_single_thread
 
         set_single_thread()
         progress = _progress_fn(sink)
-        for spec in specs:
-            sink.started(spec.run_id, "main")
-            report = (lambda steps, rid=spec.run_id: progress(rid, steps)) if progress else None
+        for batch in make_batches(specs):
+            for spec in batch:
+                sink.started(spec.run_id, "main")
+            ids = [s.run_id for s in batch]
+            report = (lambda steps, ids=ids: [progress(rid, steps) for rid in ids]) if progress else None
             try:
-                result = execute_run(spec, sink.record, progress=report)
-            except Exception:  # the run's failure is data; KeyboardInterrupt is not caught
-                sink.failed(spec.run_id, traceback.format_exc())
+                outcomes = execute_batch(batch, sink.record, progress=report)
+            except Exception:  # the batch's failure is data; KeyboardInterrupt is not caught
+                error = batch_error(batch, traceback.format_exc())
+                for spec in batch:
+                    sink.failed(spec.run_id, error)
             else:
-                sink.finished(result)
+                for spec, outcome in zip(batch, outcomes):
+                    if isinstance(outcome, RunResult):
+                        sink.finished(outcome)
+                    else:
+                        sink.failed(spec.run_id, outcome)
 
     # ------------------------------------------------------------------------------------------ pool
     def _run_pool(self, specs: Sequence[RunSpec], sink: EventSink, n: int) -> None:
         ctx = mp.get_context("spawn")
         tasks = ctx.Queue()
         events = ctx.Queue()
-        for spec in specs:
-            tasks.put(spec)
+        from rlaudit.run.backends import make_batches
+
+        batches = make_batches(specs)
+        n = min(n, len(batches))
+        for batch in batches:
+            tasks.put(batch)
         for _ in range(n):
             tasks.put(None)
         procs: dict[str, mp.process.BaseProcess] = {}
-        current: dict[str, str | None] = {}  # worker -> run id in progress
+        current: dict[str, list[str]] = {}  # worker -> run ids of the batch in progress
         began: dict[str, float] = {}  # worker -> when its current run started (monotonic)
         stopped: set[str] = set()  # runs whose worker was killed at the timeout: their late events are dropped
         counter = 0
@@ -184,7 +203,7 @@ class LocalExecutor:
                             daemon=True)
             p.start()
             procs[name] = p
-            current[name] = None
+            current[name] = []
 
         progress = _progress_fn(sink)
         remaining = {s.run_id for s in specs}
@@ -196,8 +215,9 @@ class LocalExecutor:
                 return
             if kind == "started":
                 _, run_id, worker = ev
-                current[worker] = run_id
-                began[worker] = time.monotonic()
+                if not current[worker]:  # the first run of a batch
+                    began[worker] = time.monotonic()
+                current[worker].append(run_id)
                 sink.started(run_id, worker)
             elif kind == "record":
                 sink.record(ev[1])
@@ -206,12 +226,12 @@ class LocalExecutor:
                     progress(ev[1], ev[2])
             elif kind == "finished":
                 _, worker, result = ev
-                current[worker] = None
+                _discard(current.get(worker), result.run_id)
                 remaining.discard(result.run_id)
                 sink.finished(result)
             elif kind == "failed":
                 _, worker, run_id, error = ev
-                current[worker] = None
+                _discard(current.get(worker), run_id)
                 remaining.discard(run_id)
                 sink.failed(run_id, error)
 
@@ -219,16 +239,17 @@ class LocalExecutor:
             if self.run_timeout is None:
                 return
             now = time.monotonic()
-            for name, run_id in list(current.items()):
-                if run_id is None or now - began.get(name, now) <= self.run_timeout:
+            for name, run_ids in list(current.items()):
+                if not run_ids or now - began.get(name, now) <= self.run_timeout:
                     continue
                 p = procs.pop(name)
                 current.pop(name)
                 p.kill()  # learn() may never return: nothing short of the process ends it
                 p.join(timeout=5)
-                stopped.add(run_id)
-                remaining.discard(run_id)
-                sink.failed(run_id, timed_out_error(run_id, self.run_timeout, name))
+                for run_id in run_ids:
+                    stopped.add(run_id)
+                    remaining.discard(run_id)
+                    sink.failed(run_id, timed_out_error(run_id, self.run_timeout, name))
                 spawn()  # takes the stop marker the killed worker never read
 
         def check_workers() -> None:
@@ -236,14 +257,15 @@ class LocalExecutor:
             for name, p in list(procs.items()):
                 if p.is_alive() or p.exitcode == 0:
                     continue
-                # A worker died (out of memory, a crash in native code): fail its run, replace the worker.
-                run_id = current.pop(name, None)
+                # A worker died (out of memory, a crash in native code): fail its runs, replace the worker.
+                run_ids = current.pop(name, [])
                 procs.pop(name)
-                if run_id is not None and run_id in remaining:
-                    remaining.discard(run_id)
-                    how = (f"signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
-                           else f"exit code {p.exitcode}")
-                    sink.failed(run_id, f"worker {name} died ({how}) while training {run_id}")
+                how = (f"signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
+                       else f"exit code {p.exitcode}")
+                for run_id in run_ids:
+                    if run_id in remaining:
+                        remaining.discard(run_id)
+                        sink.failed(run_id, f"worker {name} died ({how}) while training {run_id}")
                 spawn()
                 tasks.put(None)  # the dead worker never consumed its stop marker
             if remaining and not any(p.is_alive() for p in procs.values()):
@@ -313,23 +335,48 @@ def _worker_main(name: str, tasks, events, parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    from rlaudit.run.runner import execute_run, set_single_thread
+    from rlaudit.run.backends import execute_batch
+    from rlaudit.run.runner import set_single_thread
 
     set_single_thread()
     while True:
-        spec: RunSpec | None = tasks.get()
-        if spec is None:
+        batch: tuple[RunSpec, ...] | None = tasks.get()
+        if batch is None:
             return
-        events.put(("started", spec.run_id, name))
+        for spec in batch:
+            events.put(("started", spec.run_id, name))
+        ids = [s.run_id for s in batch]
 
-        def report(steps: int, run_id: str = spec.run_id) -> None:
+        def report(steps: int, ids: list[str] = ids) -> None:
             if os.getppid() != parent_pid:  # orphaned (no prctl on this platform)
                 os._exit(1)
-            events.put(("progress", run_id, steps))
+            for run_id in ids:
+                events.put(("progress", run_id, steps))
 
         try:
-            result = execute_run(spec, lambda rec: events.put(("record", rec)), progress=report)
+            outcomes = execute_batch(batch, lambda rec: events.put(("record", rec)), progress=report)
         except (Exception, KeyboardInterrupt):  # SIGINT is ignored here: a KeyboardInterrupt is the run's own
-            events.put(("failed", name, spec.run_id, traceback.format_exc()))
+            error = batch_error(batch, traceback.format_exc())
+            for spec in batch:
+                events.put(("failed", name, spec.run_id, error))
         else:
-            events.put(("finished", name, result))
+            for spec, outcome in zip(batch, outcomes):
+                if isinstance(outcome, RunResult):
+                    events.put(("finished", name, outcome))
+                else:
+                    events.put(("failed", name, spec.run_id, outcome))
+
+
+def _discard(run_ids: list[str] | None, run_id: str) -> None:
+    if run_ids and run_id in run_ids:
+        run_ids.remove(run_id)
+
+
+def batch_error(batch: Sequence[RunSpec], error: str) -> str:
+    """The error recorded for each run of ``batch`` when training the batch raised ``error`` (a traceback):
+    unchanged for a batch of one run; for more, a last line saying that the whole batch failed with it."""
+    if len(batch) == 1:
+        return error
+    last = (error.strip().splitlines() or [""])[-1]
+    return f"{error.rstrip()}\n{last} ({BATCH_FAILED}: {len(batch)} runs trained together, e.g. the seeds of one " \
+           f"JAX program)"

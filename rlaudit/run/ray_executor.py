@@ -1,6 +1,7 @@
-"""The Ray executor: one Ray task per run on an existing cluster; the driver keeps the single-writer store.
+"""The Ray executor: one Ray task per batch of runs on an existing cluster; the driver keeps the single-writer store.
 
-Each run is a Ray task reserving ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs. Evaluation records stream
+A batch is one run, or the seeds of one JAX program (:func:`rlaudit.run.backends.make_batches`). Each batch is a
+Ray task reserving ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs. Evaluation records stream
 back while the run trains: every task attempt sends its events (``start``, ``record``, ``progress``) to a
 small *inbox* actor pinned to the driver's node, and the driver drains the inbox a few times a second and
 hands the events to its :class:`~rlaudit.run.executors.EventSink` (the store, the progress bar).
@@ -248,33 +249,38 @@ def _worker_label() -> tuple[str, str]:
     return node, f"{node} pid {os.getpid()}"
 
 
-def _train(spec: RunSpec, inbox) -> tuple[str, object]:
-    """Body of a run's Ray task: announce the attempt, train, stream events to ``inbox``."""
+def _train(batch: tuple[RunSpec, ...], inbox) -> tuple[str, list]:
+    """Body of a batch's Ray task (one run, or the vmapped seeds of a JAX batch): announce the attempt, train,
+    stream events to ``inbox``; the outcomes, one per run (:data:`rlaudit.run.backends.Outcome`)."""
     import ray
 
-    from rlaudit.run.runner import execute_run, set_single_thread
+    from rlaudit.run.backends import execute_batch
+    from rlaudit.run.runner import set_single_thread
 
     set_single_thread()  # results must not depend on the number of CPUs reserved
     attempt = uuid.uuid4().hex
     node, worker = _worker_label()
     # Synchronous puts for start and records: a record is in the inbox before the next event, and all are
     # there before the task's result is (actor calls from one caller execute in order).
-    ray.get(inbox.put.remote(("start", spec.run_id, attempt, worker, node)))
+    for spec in batch:
+        ray.get(inbox.put.remote(("start", spec.run_id, attempt, worker, node)))
 
     def emit(rec) -> None:
-        ray.get(inbox.put.remote(("record", spec.run_id, attempt, rec)))
+        ray.get(inbox.put.remote(("record", rec.run_id, attempt, rec)))
 
     def progress(steps: int) -> None:
-        inbox.put.remote(("progress", spec.run_id, attempt, steps))
+        for spec in batch:
+            inbox.put.remote(("progress", spec.run_id, attempt, steps))
 
-    result = execute_run(spec, emit, progress=progress)
-    return attempt, result
+    return attempt, execute_batch(batch, emit, progress=progress)
 
 
-def _probe(algorithms: Sequence[str]) -> dict:
-    """Run on each node before the sweep: rlaudit's version and whether each algorithm imports there."""
+def _probe(algorithms: Sequence[str], backends: Sequence[str] = ()) -> dict:
+    """Run on each node before the sweep: rlaudit's version and whether each algorithm and training backend
+    imports there."""
     import rlaudit
     from rlaudit.algorithms import get_spec, list_specs
+    from rlaudit.run.backends import get_backend
 
     registered = {s.name for s in list_specs()}
     problems = {}
@@ -286,6 +292,10 @@ def _probe(algorithms: Sequence[str]) -> dict:
                 problems[name] = "no package installed there registers it"
             else:
                 problems[name] = f"{type(exc).__name__}: {exc}"
+    for name in backends:
+        missing = get_backend(name).missing_dependency()
+        if missing:
+            problems[f"backend {name}"] = missing
     node, _ = _worker_label()
     return {"node": node, "version": rlaudit.__version__, "problems": problems}
 
@@ -484,10 +494,11 @@ class RayExecutor:
             raise InputError(f"--cpus-per-run {self.cpus_per_run:g} --gpus-per-run {self.gpus_per_run:g}: no node of "
                              f"the Ray cluster can hold one run ({have}); lower them or add nodes")
         names = sorted({s.algorithm.name for s in specs})
+        backends = sorted({s.algorithm.backend for s in specs})
         probe = ray.remote(_probe)
         refs = {probe.options(num_cpus=0, max_retries=0, name="rlaudit:probe",
                               scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-                              ).remote(names): n for n in fits}
+                              ).remote(names, backends): n for n in fits}
         ready, not_ready = ray.wait(list(refs), num_returns=len(refs), timeout=PROBE_TIMEOUT_S)
         if not_ready:
             node = refs[not_ready[0]]
@@ -507,6 +518,8 @@ class RayExecutor:
                 raise InputError(f"{where}: rlaudit {info['version']} there but {rlaudit.__version__} here; "
                                  f"install the same version on every node")
             for algo, problem in sorted(info["problems"].items()):
+                if algo.startswith("backend "):
+                    raise InputError(f"{where}: the {algo} cannot run on the workers ({problem})")
                 raise InputError(f"{where}: algorithm {algo!r} is not importable on the workers ({problem}); "
                                  f"install its package on every node or ship it with a runtime_env "
                                  f"working_dir (docs/ray.md)")
@@ -560,12 +573,16 @@ class RayExecutor:
         inbox = ray.remote(_Inbox).options(
             num_cpus=0, max_restarts=0, name=f"rlaudit-inbox-{uuid.uuid4().hex[:8]}",
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote()
+        from rlaudit.run.backends import make_batches
+        from rlaudit.run.executors import batch_error
+        from rlaudit.run.spec import RunResult
+
         task = ray.remote(_train)
-        pending = {}
-        for spec in specs:
+        pending = {}  # task ref -> its batch of runs
+        for batch in make_batches(specs):
             ref = task.options(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.max_retries,
-                               retry_exceptions=False, name=f"{TASK_PREFIX}{spec.run_id}").remote(spec, inbox)
-            pending[ref] = spec
+                               retry_exceptions=False, name=f"{TASK_PREFIX}{batch[0].run_id}").remote(batch, inbox)
+            pending[ref] = batch
         router = _EventRouter(sink, self._count)
         lost = (WorkerCrashedError, NodeDiedError, OutOfMemoryError)
 
@@ -578,25 +595,27 @@ class RayExecutor:
                     self._inbox_lost(ray, pending, router, sink, exc)
                     return
                 for ref in ready:
-                    spec = pending.pop(ref)
-                    node = router.node_of(spec.run_id)
+                    batch = pending.pop(ref)
+                    node = router.node_of(batch[0].run_id)
                     try:
-                        attempt, result = ray.get(ref)
+                        attempt, outcomes = ray.get(ref)
                     except RayTaskError as exc:
-                        self._count(node, "failed")
-                        sink.failed(spec.run_id, _remote_traceback(exc))
+                        self._fail(node, sink, batch, batch_error(batch, _remote_traceback(exc)))
                     except lost as exc:
-                        self._count(node, "failed")
-                        sink.failed(spec.run_id, f"{exc}\n{type(exc).__name__}: the run's Ray worker was lost "
-                                                 f"{self.max_retries + 1} time(s) (--max-retries {self.max_retries})")
+                        self._fail(node, sink, batch, f"{exc}\n{type(exc).__name__}: the run's Ray worker was lost "
+                                                      f"{self.max_retries + 1} time(s) (--max-retries {self.max_retries})")
                     except Exception as exc:  # noqa: BLE001 - runtime_env setup, unschedulable, …: the run's data
-                        self._count(node, "failed")
-                        sink.failed(spec.run_id, f"{exc}\n{type(exc).__name__}: {_first_line(exc)}")
+                        self._fail(node, sink, batch, f"{exc}\n{type(exc).__name__}: {_first_line(exc)}")
                     else:
-                        if not router.is_live(spec.run_id, attempt):  # cannot happen: the start precedes it
-                            raise RuntimeError(f"{spec.run_id}: result of an unannounced attempt")
-                        self._count(node, "done")
-                        sink.finished(result)
+                        for spec, outcome in zip(batch, outcomes):
+                            if not router.is_live(spec.run_id, attempt):  # cannot happen: the start precedes it
+                                raise RuntimeError(f"{spec.run_id}: result of an unannounced attempt")
+                            if isinstance(outcome, RunResult):
+                                self._count(node, "done")
+                                sink.finished(outcome)
+                            else:
+                                self._count(node, "failed")
+                                sink.failed(spec.run_id, outcome)
                 if self.run_timeout is not None:
                     self._stop_overdue(ray, pending, router, sink)
         except BaseException:  # Ctrl-C above all: cancel what is still queued or training
@@ -612,34 +631,40 @@ class RayExecutor:
             except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to clean
                 pass
 
+    def _fail(self, node: str, sink: EventSink, batch, error: str) -> None:
+        for spec in batch:
+            self._count(node, "failed")
+            sink.failed(spec.run_id, error)
+
     def _stop_overdue(self, ray, pending: dict, router: _EventRouter, sink: EventSink) -> None:
-        """Cancel (force: the worker process is killed) every run past ``run_timeout`` and record it timed out;
-        the sweep goes on with the others."""
-        by_run = {spec.run_id: ref for ref, spec in pending.items()}
-        for run_id in router.overdue(by_run, self.run_timeout):
-            ref = by_run[run_id]
-            worker, node = router.live[run_id][1], router.node_of(run_id)
+        """Cancel (force: the worker process is killed) every batch past ``run_timeout`` and record its runs timed
+        out; the sweep goes on with the others."""
+        by_run = {batch[0].run_id: ref for ref, batch in pending.items()}
+        for first in router.overdue(by_run, self.run_timeout):
+            ref = by_run[first]
+            worker, node = router.live[first][1], router.node_of(first)
             try:
                 ray.cancel(ref, force=True)
             except Exception:  # noqa: BLE001 - the task may have just finished or its node be gone
                 pass
-            pending.pop(ref)
-            router.stop(run_id)
-            self._count(node, "failed")
-            sink.failed(run_id, timed_out_error(run_id, self.run_timeout, worker))
+            for spec in pending.pop(ref):
+                router.stop(spec.run_id)
+                self._count(node, "failed")
+                sink.failed(spec.run_id, timed_out_error(spec.run_id, self.run_timeout, worker))
 
     def _inbox_lost(self, ray, pending: dict, router: _EventRouter, sink: EventSink, exc: BaseException) -> None:
         """The inbox actor died (killed, or its node lost): the events of every unfinished run are gone with
         it, so each is recorded failed (the next ``rlaudit run`` retries it) and its task is cancelled."""
         reason = (f"{type(exc).__name__}: the driver's event inbox (a Ray actor) died mid-sweep, taking this run's "
                   f"unsent evaluations with it; the next 'rlaudit run' retries the run")
-        for ref, spec in pending.items():
+        for ref, batch in pending.items():
             try:
                 ray.cancel(ref, force=True)
             except Exception:  # noqa: BLE001 - the task may be finished or its node gone
                 pass
-            self._count(router.node_of(spec.run_id), "failed")
-            sink.failed(spec.run_id, f"{_first_line(exc)}\n{reason}")
+            for spec in batch:
+                self._count(router.node_of(spec.run_id), "failed")
+                sink.failed(spec.run_id, f"{_first_line(exc)}\n{reason}")
         pending.clear()
 
     def _count(self, node: str, what: str) -> None:

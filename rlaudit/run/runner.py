@@ -225,11 +225,13 @@ def make_eval_envs(task, eval_seed: int, n_eval_episodes: int, batched: bool) ->
 def can_batch(agent, ev: EvalSpec) -> bool:
     """Whether evaluation episodes may be played side by side for ``agent``.
 
-    Only stable-baselines3 agents (whose ``predict`` takes a batch) evaluated deterministically: a greedy
-    action depends on its own observation only, so an episode's numbers do not depend on which other
-    episodes share its batch. A stochastic policy would draw its actions from one shared torch stream.
+    Only stable-baselines3 agents and agents that say so (``batched_predict = True``: their ``predict`` takes a
+    batch, as the JAX backend's greedy policies) evaluated deterministically: a greedy action depends on its
+    own observation only, so an episode's numbers do not depend on which other episodes share its batch. A
+    stochastic policy would draw its actions from one shared torch stream.
     """
-    return ev.deterministic and getattr(agent, "kind", None) == "sb3" and ev.n_eval_episodes > 1
+    batches = getattr(agent, "kind", None) == "sb3" or getattr(agent, "batched_predict", False) is True
+    return ev.deterministic and batches and ev.n_eval_episodes > 1
 
 
 def evaluate(agent, env, ev: EvalSpec, steps: int = 0) -> tuple[tuple[float, ...], tuple[int, ...]]:

@@ -62,6 +62,8 @@ class AlgoSpec:
     """Keyword hyperparameters as sorted ``(name, value)`` pairs (hashable)."""
     policy_kwargs: tuple[tuple[str, object], ...] = ()
     """``policy_kwargs`` as sorted ``(name, value)`` pairs."""
+    backend: str = "sb3"
+    """What trains the run (:mod:`rlaudit.run.backends`): ``sb3`` (the default) or ``jax``."""
 
     @property
     def hyperparams_dict(self) -> dict:

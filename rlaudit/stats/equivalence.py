@@ -103,3 +103,21 @@ def compare_samples(x, y, margin: float, level: float = 0.05, reps: int = 10_000
     verdict = "different" if p_diff < level else "equivalent" if p_eq < level else "undetermined"
     return SampleComparison(int(x.size), int(y.size), float(x.mean()), float(y.mean()), d, (float(low), float(high)),
                             p_diff, p_eq, float(margin), verdict)
+
+
+def smallest_margin(x, y, level: float = 0.05) -> float:
+    """The narrowest margin within which TOST shows ``mean(y) - mean(x)`` equivalent at ``level`` with these
+    samples: ``|difference| + t_{1-level, df} * se`` (Welch), shapes ``(n_x,)`` and ``(n_y,)``, ``n >= 2``.
+
+    What a pair of samples can establish: a margin narrower than this is not shown equivalent, whatever the truth.
+    """
+    from scipy import stats
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or y.size < 2:
+        raise ValueError(f"need at least 2 scores per sample, got {x.size} and {y.size}")
+    d = float(y.mean() - x.mean())
+    se, df = _welch(x, y)
+    if se == 0.0:
+        return abs(d)
+    return abs(d) + float(stats.t.ppf(1 - level, df)) * se

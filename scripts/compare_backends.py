@@ -1,0 +1,135 @@
+"""Are two backends' runs of the same protocol statistically the same? Per-seed scores of two stores compared.
+
+For every (algorithm label, task, budget) recorded in both stores (``--a``, the reference, usually the SB3
+backend's; ``--b``, usually the JAX backend's), the runs' scores (mean return over each evaluation's episodes,
+one per seed) are compared as two samples (:func:`rlaudit.stats.equivalence.compare_samples`): the difference
+of means ``b - a`` with its bootstrap interval, Welch's test of equal means and a TOST equivalence test within
+the stated margin (``--margin`` in score units, or ``--margin-frac`` of the reference's mean; each comparison
+at level ``--alpha``, and the verdict line says how many comparisons were made). It also prints the
+narrowest margin these samples can show equivalent (:func:`~rlaudit.stats.equivalence.smallest_margin`), so
+that an *undetermined* verdict says how far it is from *equivalent*.
+
+Usage::
+
+    python scripts/compare_backends.py --a /work/wt/fid/sweeps/fidelity-minatar-100k/store.sqlite \\
+        --b sweeps/backend-equivalence/store.sqlite --margin-frac 0.25 [--budget 100000] [--markdown]
+
+Labels are matched by name (``--map "A label=B label"`` when they differ). Exit status 2 with one line on bad
+input (a missing store, no common (label, task, budget)).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def scores_by_key(store: str) -> dict[tuple[str, str, int], dict[str, float]]:
+    """``(label, task, budget) -> {seed: score}`` of the store's finished runs."""
+    from rlaudit.store.export import export_table
+
+    frame = export_table(store).frame
+    out: dict = {}
+    for row in frame.itertuples(index=False):
+        out.setdefault((row.algorithm, row.task, int(row.budget)), {})[str(row.run)] = float(row.score)
+    return out
+
+
+def compare_stores(a: str, b: str, margin: float | None = None, margin_frac: float | None = 0.25,
+                   alpha: float = 0.05, budget: int | None = None, mapping: dict[str, str] | None = None,
+                   seed: int = 0) -> list[dict]:
+    """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
+
+    Raises:
+        InputError: nothing in common, or fewer than 2 runs a side everywhere.
+    """
+    import numpy as np
+
+    from rlaudit.errors import InputError
+    from rlaudit.stats.equivalence import compare_samples, smallest_margin
+
+    mapping = mapping or {}
+    sa, sb = scores_by_key(a), scores_by_key(b)
+    rows = []
+    for (label, task, bud), xa in sorted(sa.items()):
+        key = (mapping.get(label, label), task, bud)
+        if key not in sb or (budget is not None and bud != budget):
+            continue
+        x, y = np.array(list(xa.values())), np.array(list(sb[key].values()))
+        if x.size < 2 or y.size < 2:
+            continue
+        m = margin if margin is not None else margin_frac * abs(float(x.mean()))
+        if not m > 0:
+            continue
+        c = compare_samples(x, y, m, alpha, rng=np.random.default_rng(seed))
+        rows.append({"label": label, "task": task, "budget": bud, "n_a": int(x.size), "n_b": int(y.size),
+                     "mean_a": float(x.mean()), "sd_a": float(x.std(ddof=1)), "mean_b": float(y.mean()),
+                     "sd_b": float(y.std(ddof=1)), "difference": c.difference, "interval": c.interval,
+                     "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": m,
+                     "smallest_margin": smallest_margin(x, y, alpha), "verdict": c.verdict})
+    if not rows:
+        raise InputError(f"--a {a} / --b {b}: no (algorithm, task, budget) with at least 2 finished runs in both "
+                         f"stores" + (f" at budget {budget}" if budget is not None else ""))
+    return rows
+
+
+def format_rows(rows: list[dict], markdown: bool) -> str:
+    head = ["algorithm", "task", "budget", "runs a/b", "a: mean ± sd", "b: mean ± sd", "b - a [95% CI]",
+            "p(diff)", "margin", "p(TOST)", "narrowest margin shown", "verdict"]
+    body = [[r["label"], r["task"], f"{r['budget']:,}", f"{r['n_a']}/{r['n_b']}", f"{r['mean_a']:.2f} ± {r['sd_a']:.2f}",
+             f"{r['mean_b']:.2f} ± {r['sd_b']:.2f}",
+             f"{r['difference']:+.2f} [{r['interval'][0]:+.2f}, {r['interval'][1]:+.2f}]", f"{r['p_different']:.3g}",
+             f"±{r['margin']:.2f}", f"{r['p_equivalent']:.3g}", f"±{r['smallest_margin']:.2f}", r["verdict"]]
+            for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [head, *body])
+
+
+def main(argv=None) -> int:
+    from rlaudit.errors import InputError, OneLineArgumentParser
+
+    ap = OneLineArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", required=True, help="reference store (e.g. the SB3 backend's)")
+    ap.add_argument("--b", required=True, help="compared store (e.g. the JAX backend's)")
+    ap.add_argument("--margin", type=float, help="equivalence margin in score units")
+    ap.add_argument("--margin-frac", type=float, default=0.25,
+                    help="margin as this fraction of the reference's mean score (default 0.25)")
+    ap.add_argument("--alpha", type=float, default=0.05, help="level of each test (default 0.05)")
+    ap.add_argument("--budget", type=int, help="only this budget")
+    ap.add_argument("--map", action="append", default=[], help="'label in a=label in b' when they differ")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    args = ap.parse_args(argv)
+    try:
+        for path in (args.a, args.b):
+            if not Path(path).is_file():
+                raise InputError(f"{path}: no such store")
+        if args.margin is not None and not args.margin > 0:
+            raise InputError(f"--margin: must be positive, not {args.margin}")
+        if not 0 < args.alpha < 1:
+            raise InputError(f"--alpha: must be in (0, 1), not {args.alpha}")
+        mapping = {}
+        for item in args.map:
+            if "=" not in item:
+                raise InputError(f"--map: expected 'label in a=label in b', got {item!r}")
+            k, v = item.split("=", 1)
+            mapping[k] = v
+        rows = compare_stores(args.a, args.b, args.margin, args.margin_frac, args.alpha, args.budget, mapping)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_rows(rows, args.markdown))
+    n_eq = sum(r["verdict"] == "equivalent" for r in rows)
+    n_diff = sum(r["verdict"] == "different" for r in rows)
+    print(f"\n{len(rows)} comparisons at level {args.alpha:g} each: {n_eq} equivalent, {n_diff} different, "
+          f"{len(rows) - n_eq - n_diff} undetermined")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

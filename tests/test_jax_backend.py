@@ -1,0 +1,324 @@
+"""The JAX backend: pgx's MinAtar against the ``minatar`` package, the agents' maths, training end to end through
+the driver and the store, determinism, failures, and validation. Skipped with a reason when the ``jax`` extra
+is not installed (``make test`` installs it). Kept to tiny networks and a few hundred steps: compile time
+dominates."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from rlaudit.errors import InputError
+from rlaudit.run.backends.jax import configure_jax, missing_dependency
+
+pytestmark = pytest.mark.skipif(missing_dependency() is not None, reason=str(missing_dependency()))
+
+if missing_dependency() is None:
+    configure_jax()
+    import jax
+    import jax.numpy as jnp
+
+
+PROTOCOL = """
+schema_version = 1
+name = "jax-tiny"
+seeds = {seeds}
+backend = "jax"
+
+[regimes]
+low = {low}
+high = {high}
+
+[[tasks]]
+id = "MinAtar/Breakout-v1"
+suite = "minatar"
+kwargs = {{ use_minimal_action_set = false }}
+
+[[algorithms]]
+name = "{algo}"
+hyperparams = {{ learning_starts = 100, buffer_size = 1000, batch_size = 8, target_update_interval = 100, exploration_fraction = 0.5{extra} }}
+policy_kwargs = {{ net_arch = [16] }}
+
+[evaluation]
+n_eval_episodes = 2
+epsilon = 0.05
+max_episode_steps = 200
+"""
+
+
+def _protocol(tmp_path, algo="DQN", extra="", seeds=2, low=300, high=600, name="p.toml"):
+    path = tmp_path / name
+    path.write_text(PROTOCOL.format(algo=algo, extra=extra, seeds=seeds, low=low, high=high))
+    return path
+
+
+def _plan(path):
+    from rlaudit.protocol import check_runnable, load_protocol, plan
+
+    protocol = load_protocol(path)
+    check_runnable(protocol)
+    return plan(protocol)
+
+
+def _train(specs):
+    from rlaudit.run.backends import execute_batch
+
+    records = []
+    outcomes = execute_batch(specs, records.append)
+    return records, outcomes
+
+
+# ------------------------------------------------------------------------------------------ environment
+@pytest.mark.parametrize("game", ["breakout", "space_invaders"])
+def test_pgx_minatar_matches_the_minatar_package_step_for_step(game):
+    """Sticky actions off, all 6 actions, random actions over several episodes: same observations, rewards and
+    terminations. Breakout's only randomness is the ball's start (2 ways): pgx's is matched to minatar's by key."""
+    from minatar import Environment
+
+    from rlaudit.run.backends.jax.envs import pgx_game
+
+    env = pgx_game(game)
+    step, init = jax.jit(env.step), jax.jit(env.init)
+    ref = Environment(game, sticky_action_prob=0.0)
+    ref.seed(3)
+    rng = np.random.default_rng(0)
+    key = jax.random.PRNGKey(0)
+    steps, episodes = 0, 0
+    while steps < 300:
+        _episode, episodes = episodes, episodes + 1
+        ref.reset()
+        for k in range(16):  # a pgx start equal to minatar's
+            state = init(jax.random.fold_in(key, 1000 * _episode + k))
+            if np.array_equal(np.asarray(state.observation), ref.state()):
+                break
+        else:
+            pytest.fail("no pgx start matches minatar's")
+        done = False
+        while not done:
+            action = int(rng.integers(6))
+            reward, done = ref.act(action)
+            state = step(state, action, jax.random.fold_in(key, steps))
+            steps += 1
+            assert np.array_equal(np.asarray(state.observation), ref.state()), f"observation differs at step {steps}"
+            assert float(state.rewards[0]) == reward and bool(state.terminated) == done, f"step {steps}"
+    assert episodes >= 2
+
+
+def test_sticky_actions_are_remembered_across_episodes_as_minatar_does():
+    """With sticky probability 1 every step repeats the remembered action; the wrapper keeps it across a reset
+    (pgx's own sticky action restarts at 0, the minatar package's does not)."""
+    from rlaudit.run.backends.jax.config import AgentConfig
+    from rlaudit.run.backends.jax.envs import MinAtarEnv
+
+    cfg = _config(sticky_action_prob=1.0, max_episode_steps=3)
+    env = MinAtarEnv(cfg)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    state = state._replace(last_action=jnp.int32(3))
+    step = jax.jit(env.step)
+    for i in range(5):  # crosses the cap of 3 (an episode end)
+        state, _, tr = step(state, jnp.int32(1), jax.random.PRNGKey(i))
+        assert int(state.last_action) == 3
+        assert bool(tr.done) == (i == 2) and bool(tr.timeout) == (i == 2)
+    assert isinstance(cfg, AgentConfig)
+    env0 = MinAtarEnv(_config(sticky_action_prob=0.0, max_episode_steps=3))
+    state, _ = env0.reset(jax.random.PRNGKey(0))
+    step0 = jax.jit(env0.step)
+    for i, action in enumerate([5, 2, 4, 1]):  # the full set: index = action id; the third step ends the episode
+        state, _, tr = step0(state, jnp.int32(action), jax.random.PRNGKey(i))
+        assert int(state.last_action) == action and int(state.episode_steps) == (i + 1) % 3
+
+
+def _config(**over):
+    from rlaudit.run.backends.jax.config import agent_config
+    from rlaudit.run.spec import AlgoSpec, RunSpec, TaskSpec
+
+    name = over.pop("_name", "DQNFamily")
+    task_over = {k: over.pop(k) for k in ("sticky_action_prob",) if k in over}
+    cap = over.pop("max_episode_steps", None)
+    pk = over.pop("policy_kwargs", {"net_arch": [8]})
+    task = TaskSpec("MinAtar/Breakout-v1", "minatar", tuple(sorted({"use_minimal_action_set": False, **task_over}.items())),
+                    cap)
+    hp = {"buffer_size": 64, "batch_size": 4, **over}
+    algo = AlgoSpec(name, "x", tuple(sorted(hp.items())), tuple(sorted(pk.items())), "jax")
+    return agent_config(RunSpec("r", "h", task, algo, 0, (100,)))
+
+
+# ------------------------------------------------------------------------------------------ maths
+def test_categorical_projection_and_quantile_loss_match_the_torch_built_ins():
+    import torch
+
+    from rlaudit.algorithms.dqn_components import categorical_projection, quantile_huber_loss
+    from rlaudit.run.backends.jax import agent
+
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(11), size=5).astype(np.float32)
+    rewards, dones = rng.normal(size=5).astype(np.float32), np.array([0, 1, 0, 0, 1], np.float32)
+    disc = np.full(5, 0.97, np.float32)
+    atoms = np.linspace(-3, 3, 11, dtype=np.float32)
+    mine = agent.categorical_projection(jnp.asarray(probs), jnp.asarray(rewards), jnp.asarray(dones),
+                                        jnp.asarray(disc), jnp.asarray(atoms))
+    ref = categorical_projection(torch.tensor(probs), torch.tensor(rewards)[:, None], torch.tensor(dones)[:, None],
+                                 torch.tensor(disc)[:, None], torch.tensor(atoms))
+    np.testing.assert_allclose(np.asarray(mine), ref.numpy(), atol=1e-6)
+    q, taus, targets = (rng.normal(size=(5, 7)).astype(np.float32), rng.uniform(size=(5, 7)).astype(np.float32),
+                        rng.normal(size=(5, 9)).astype(np.float32))
+    mine = agent.quantile_huber_loss(jnp.asarray(q), jnp.asarray(taus), jnp.asarray(targets), 1.0)
+    ref = quantile_huber_loss(torch.tensor(q), torch.tensor(taus), torch.tensor(targets), 1.0)
+    np.testing.assert_allclose(np.asarray(mine), ref.numpy(), rtol=1e-5)
+
+
+def test_exploration_schedules_are_sb3s_and_dopamines():
+    from rlaudit.run.backends.jax import agent
+
+    lin = _config(exploration_fraction=0.1, exploration_final_eps=0.05, exploration_initial_eps=1.0)
+    assert float(agent.epsilon(lin, jnp.float32(0), jnp.float32(1000))) == 1.0
+    assert float(agent.epsilon(lin, jnp.float32(50), jnp.float32(1000))) == pytest.approx(0.525)
+    assert float(agent.epsilon(lin, jnp.float32(101), jnp.float32(1000))) == pytest.approx(0.05)
+    dop = _config(exploration_schedule="dopamine", epsilon_decay_steps=250, learning_starts=100,
+                  exploration_final_eps=0.01)
+    values = [float(agent.epsilon(dop, jnp.float32(t), jnp.float32(1000))) for t in (0, 100, 225, 350, 900)]
+    assert values == pytest.approx([1.0, 1.0, 0.505, 0.01, 0.01])
+
+
+def test_minatar_network_is_one_conv_and_glorot_bounds():
+    from rlaudit.run.backends.jax import networks
+
+    cfg = _config(policy_kwargs={"features_extractor": "minatar", "net_arch": []})
+    params = jax.jit(lambda k: networks.init_params(cfg, k))(jax.random.PRNGKey(0))
+    assert params["conv"]["w"].shape == (3, 3, 4, 16) and params["head"]["w"].shape == (1600, 6)
+    bound = (6 / (9 * 4 + 9 * 16)) ** 0.5
+    assert float(jnp.abs(params["conv"]["w"]).max()) <= bound and float(jnp.abs(params["conv"]["w"]).max()) > 0.9 * bound
+    assert float(jnp.abs(params["head"]["b"]).max()) == 0.0
+    x = jax.random.normal(jax.random.PRNGKey(1), (2, 10, 10, 4))
+    ref = jax.lax.conv_general_dilated(x, params["conv"]["w"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_allclose(np.asarray(networks.conv3x3_same(x, params["conv"]["w"])), np.asarray(ref), atol=1e-5)
+    obs = jnp.zeros((3, 10, 10, 4), bool).at[1, 0, 0, 0].set(True)
+    out = jax.jit(lambda p, o: networks.distribution(cfg, p, o))(params, obs)
+    assert out.shape == (3, 6, 1)
+    diff = np.asarray(out[1] - out[0])
+    assert np.abs(diff).max() > 0 and np.array_equal(np.asarray(out[0]), np.asarray(out[2]))
+
+
+# ------------------------------------------------------------------------------------------ training
+def test_dqn_trains_a_batch_of_seeds_and_is_deterministic(tmp_path):
+    """Two seeds vmapped: an evaluation per budget each, the same numbers on a second run, and seed 1's numbers
+    do not depend on its batch (trained alone, it gives the same records)."""
+    p = _plan(_protocol(tmp_path))
+    specs = p.runs
+    assert len(specs) == 2 and {s.algorithm.backend for s in specs} == {"jax"}
+    records, outcomes = _train(specs)
+    assert [o.env_steps for o in outcomes] == [600, 600]
+    by_run = {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in records}
+    assert sorted(by_run) == sorted((s.run_id, b) for s in specs for b in (300, 600))
+    again, _ = _train(specs)
+    assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in again} == by_run
+    alone, _ = _train(specs[1:])
+    assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in alone} == \
+        {k: v for k, v in by_run.items() if k[0] == specs[1].run_id}
+
+
+@pytest.mark.parametrize("algo,extra", [  # C51 alone trains in the driver test below
+    ("QRDQN", ", n_quantiles = 8"),
+    ("IQN", ", n_tau = 4, n_tau_target = 4, n_tau_act = 4, n_cos = 8, iqn_post_layers = 0"),
+    ("DopamineRainbow", ", n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4"),
+    ("DQNFamily", ", double = true, dueling = true, prioritized = true, n_steps = 3, loss = 'mse', "
+                  "max_grad_norm = inf, exploration_schedule = 'dopamine', epsilon_decay_steps = 200"),
+])
+def test_every_agent_trains_and_evaluates(tmp_path, algo, extra):
+    p = _plan(_protocol(tmp_path, algo=algo, extra=extra, seeds=2, low=200, high=400))
+    records, outcomes = _train(p.runs)
+    assert all(o.env_steps == 400 for o in outcomes)
+    assert len(records) == 4 and all(len(r.returns) == 2 and all(np.isfinite(r.returns)) for r in records)
+
+
+def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(tmp_path, monkeypatch):
+    """`rlaudit run` with backend jax: two batches (DQN, C51); C51's program fails to build (as a compile
+    failure would), DQN's runs finish; the store has DQN's evaluations and C51's runs failed with the error;
+    a second run retries only C51."""
+    from rlaudit.run import driver
+    from rlaudit.run.backends.jax import training
+    from rlaudit.run.executors import LocalExecutor
+    from rlaudit.store.export import store_status
+
+    text = _protocol(tmp_path).read_text() + textwrap.dedent("""
+        [[algorithms]]
+        name = "C51"
+        hyperparams = { learning_starts = 100, buffer_size = 1000, batch_size = 8, n_atoms = 5 }
+        policy_kwargs = { net_arch = [8] }
+        """)
+    path = tmp_path / "two.toml"
+    path.write_text(text)
+    real = training.program
+
+    def failing(cfg):
+        if cfg.distributional == "c51":
+            raise RuntimeError("XlaRuntimeError: simulated compile failure")
+        return real(cfg)
+
+    monkeypatch.setattr(training, "program", failing)
+    store = tmp_path / "store.sqlite"
+    with pytest.raises(Exception, match="2 of 4 runs failed"):
+        driver.run_plan(_plan(path), store, LocalExecutor(workers=1))
+    status = store_status(store).set_index("algorithm")
+    assert (status.loc["DQN", "done"], status.loc["C51", "failed"]) == (2, 2)
+    from rlaudit.store.export import failures
+
+    errors = dict(failures(store))
+    assert all("simulated compile failure" in e and "whole batch failed" in e for e in errors.values())
+    monkeypatch.setattr(training, "program", real)
+    summary = driver.run_plan(_plan(path), store, LocalExecutor(workers=1))
+    assert summary.skipped == 2 and summary.done == 2
+
+
+# ------------------------------------------------------------------------------------------ validation
+@pytest.mark.parametrize("change,message", [
+    (("DQN", "NoisyDQN"), "algorithms[0].backend: NoisyDQN has no 'jax' backend; backends that can run it: sb3"),
+    (("DQN", "PPO"), "PPO has no 'jax' backend; backends that can run it: sb3"),
+    (('backend = "jax"', 'backend = "jaxx"'), "backend: unknown backend 'jaxx' (did you mean 'jax'?)"),
+    (("exploration_fraction = 0.5", "exploration_fraction = 0.5, optimize_memory_usage = true"),
+     "optimize_memory_usage: only False on the jax backend"),
+    (("exploration_fraction = 0.5", "exploration_fraction = 0.5, replay_buffer_class = 'x'"),
+     "replay_buffer_class: not implemented by the jax backend for 'DQN'; backends that can: sb3"),
+    (('id = "MinAtar/Breakout-v1"\nsuite = "minatar"\nkwargs = { use_minimal_action_set = false }',
+      'id = "CartPole-v1"'),
+     "tasks[0]: the jax backend runs MinAtar tasks only (pgx), not gymnasium 'CartPole-v1'; backends that can: sb3"),
+    (("use_minimal_action_set = false", "difficulty_ramping = false"), "pgx's MinAtar always ramps"),
+    (("net_arch = [16]", "net_arch = [16], features_extractor = 'minatr'"),
+     "unknown extractor 'minatr' (did you mean 'minatar'?)"),
+    (("epsilon = 0.05", "epsilon = 0.05\ndeterministic = false"), "the jax backend evaluates greedily"),
+])
+def test_validate_refuses_what_the_jax_backend_cannot_run(tmp_path, change, message):
+    from rlaudit.protocol import check_runnable, load_protocol
+
+    path = _protocol(tmp_path)
+    path.write_text(path.read_text().replace(*change))
+    with pytest.raises(InputError) as err:
+        check_runnable(load_protocol(path))
+    assert message in str(err.value)
+
+
+def test_one_entry_cannot_mix_backends_across_its_regimes(tmp_path):
+    from rlaudit.protocol import load_protocol
+
+    path = tmp_path / "mixed.toml"
+    path.write_text(PROTOCOL.format(algo="DQN", extra="", seeds=2, low=300, high=600).replace(
+        "[evaluation]", '[algorithms.regimes.high]\nbackend = "sb3"\n\n[evaluation]'))
+    with pytest.raises(InputError, match=r"algorithms\[0\]\.regimes\.high\.backend: one algorithm entry cannot mix "
+                                         r"backends"):
+        load_protocol(path)
+
+
+def test_registry_lists_backends_and_protocol_hash_keeps_old_protocols():
+    from rlaudit.algorithms import get_spec
+    from rlaudit.protocol import load_protocol
+
+    assert get_spec("C51").backends == ("sb3", "jax") and get_spec("Rainbow").backends == ("sb3",)
+    assert get_spec("PPO").backends == ("sb3",)
+    from rlaudit.store.export import stored_protocol_hash
+
+    # a protocol without `backend` hashes as before the key existed: its recorded store still takes it
+    quick = load_protocol("protocols/quickstart.toml")
+    assert all(a.backend == "sb3" for a in quick.algorithms)
+    assert quick.hash == stored_protocol_hash("sweeps/quickstart/store.sqlite")
