@@ -61,7 +61,17 @@ def test_the_audit_flags_unlearned_cells_marks_claims_and_gives_aggregates_witho
         (100, "A", 2, ["t2"]), (100, "B", 2, ["t2"])]  # at 50 no task is left, so no learned-only aggregate
     full = {(a["budget"], a["algorithm"]): a["point"] for a in res.aggregates if a["metric"] == "iqm"}
     assert only[0]["point"] > full[(100, "A")]  # dropping a task at random level raises A's IQM
-    # the report says it in the verdict
+    # the terminal summary says it before the tables, and the report in its verdict
+    import io
+
+    from rich.console import Console
+
+    from rlaudit.audit.summary import render_summary
+
+    out = io.StringIO()
+    render_summary(res, Console(file=out, width=200))
+    assert ("[warning] nothing learned yet (no algorithm's per-task interval above the random policy's score): t0 at "
+            "50, t1 at 50, t2 at 50, t2 at 100") in out.getvalue()
     from rlaudit.report.model import build_model
 
     findings = [f.text for f in build_model(res.to_dict()).findings]
