@@ -126,13 +126,13 @@ def test_dopamine_config_of_the_published_protocol():
 
     doc = tomllib.loads(FIDELITY_PROTOCOL.read_text())
     cfg = {a["name"]: dopamine_config(a["name"], a["hyperparams"], a["policy_kwargs"]) for a in doc["algorithms"]}
-    assert cfg["DQN"]["agent"] == "JaxDQNAgent" and cfg["DQN"]["kwargs"]["loss_type"] == "huber"
+    assert cfg["DQN"]["agent"] == "JaxDQNAgent" and cfg["DQN"]["kwargs"]["loss_type"] == "mse"
     assert cfg["DQN"]["optimizer"] == {"learning_rate": 2.5e-4, "eps": 3.125e-4}
     assert cfg["C51"]["kwargs"]["replay_scheme"] == "uniform" and cfg["C51"]["kwargs"]["update_horizon"] == 1
     assert (cfg["C51"]["kwargs"]["vmin"], cfg["C51"]["kwargs"]["vmax"]) == (-100.0, 100.0)
     assert cfg["DopamineRainbow"]["kwargs"]["replay_scheme"] == "prioritized"
     assert cfg["DopamineRainbow"]["kwargs"]["update_horizon"] == 3
-    assert cfg["QRDQN"]["kwargs"]["num_atoms"] == 51
+    assert cfg["QRDQN"]["kwargs"]["num_atoms"] == 51 and cfg["QRDQN"]["kwargs"]["update_horizon"] == 1
     assert cfg["IQN"]["network"]["quantile_embedding_dim"] == 64
     for c in cfg.values():
         assert c["network"] == {"torso": "minatar", "hidden": [], **({"quantile_embedding_dim": 64}
@@ -299,7 +299,7 @@ def test_fidelity_end_to_end_dopamine(tmp_path):
 
 @pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
 def test_dopamine_minatar_network_matches_the_published_reading():
-    """The flax network of the reference: a 3x3x3 kernel over (1, 10, 10, C), 1,600 features, Xavier bounds."""
+    """The flax network of the reference: a 3x3 kernel over (10, 10, C), 1,600 features, Xavier bounds."""
     import subprocess
 
     from rlaudit.fidelity.references import worker_environment
@@ -317,10 +317,10 @@ print(k.shape, d.shape, float(jnp.abs(k).max()), float(jnp.abs(d).max()),
                          env=worker_environment(), timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     line = out.stdout.strip().splitlines()[-1]
-    assert line.startswith("(3, 3, 3, 4, 16) (1600, 6) ")
+    assert line.startswith("(3, 3, 4, 16) (1600, 6) ")
     parts = line.replace("(", " ").replace(")", " ").replace(",", " ").split()
-    conv_max, dense_max = float(parts[7]), float(parts[8])
-    assert 0.9 * math.sqrt(6 / (27 * 20)) < conv_max <= math.sqrt(6 / (27 * 20))
+    conv_max, dense_max = float(parts[6]), float(parts[7])
+    assert 0.9 * math.sqrt(6 / (9 * 20)) < conv_max <= math.sqrt(6 / (9 * 20))
     assert 0.9 * math.sqrt(6 / 1606) < dense_max <= math.sqrt(6 / 1606)
     assert line.endswith("(6,)")
 

@@ -263,9 +263,9 @@ def test_minatar_network_glorot_uniform_init_everywhere(name):
     net = policy.quantile_net if name == "QRDQN" else policy.q_net
     target = policy.quantile_net_target if name == "QRDQN" else policy.q_net_target
     conv = net.features_extractor.conv
-    # the source's 3x3x3 kernel: fan_in 27 * 4, fan_out 27 * 16
-    conv_bound = math.sqrt(6 / (27 * 4 + 27 * 16))
-    assert conv_bound == pytest.approx(0.105409, abs=1e-6)
+    # revisiting_rainbow@64ec8c8: a 2-D 3x3 kernel, fan_in 9 * 4, fan_out 9 * 16
+    conv_bound = math.sqrt(6 / (9 * 4 + 9 * 16))
+    assert conv_bound == pytest.approx(0.182574, abs=1e-6)
     w = conv.weight.detach()
     assert w.abs().max() <= conv_bound and w.abs().max() > 0.95 * conv_bound
     assert (conv.bias == 0).all()
@@ -279,6 +279,18 @@ def test_minatar_network_glorot_uniform_init_everywhere(name):
         assert layer.weight.var().item() == pytest.approx(bound**2 / 3, rel=0.1)
     # the target network starts as a copy of the online one
     assert all(th.equal(a, b) for a, b in zip(net.state_dict().values(), target.state_dict().values()))
+
+
+def test_older_revisions_3x3x3_initialisation_is_a_subclass_away():
+    class OldMinAtarNetwork(MinAtarNetwork):
+        INIT_RECEPTIVE_FIELD = 27
+
+    th.manual_seed(0)
+    net = OldMinAtarNetwork(gym.spaces.Box(0, 1, (10, 10, 4), np.uint8))
+    glorot_init(net)
+    bound = math.sqrt(6 / (27 * 4 + 27 * 16))
+    assert bound == pytest.approx(0.105409, abs=1e-6)
+    assert 0.95 * bound < net.conv.weight.abs().max() <= bound
 
 
 def test_glorot_init_is_seeded():
@@ -334,3 +346,23 @@ def test_minatar_episodes_are_uncapped_without_max_episode_steps():
     assert "TimeLimit" not in wrappers
     capped = make_env(TaskSpec("MinAtar/Breakout-v1", "minatar", (), 3_000), 0)
     assert capped.spec.max_episode_steps == 3_000
+
+
+# --- training-reward clipping ------------------------------------------------------------------------------------
+
+def test_clip_reward_clips_training_rewards_only():
+    task = TaskSpec("MinAtar/Seaquest-v1", "minatar", (("clip_reward", [-1, 1]), ("use_minimal_action_set", False)))
+    train, evaluation = make_env(task, 0), make_env(task, 0, evaluation=True)
+    assert type(train).__name__ == "ClipReward" and type(evaluation).__name__ != "ClipReward"
+    assert train.action_space.n == 6
+    # the wrapper's own reward function on a Seaquest surfacing bonus of +10
+    assert train.reward(10.0) == 1.0 and train.reward(-3.0) == -1.0 and train.reward(0.5) == 0.5
+    cart = make_env(TaskSpec("CartPole-v1", "gymnasium", (("clip_reward", [0, 0.5]),)), 0)
+    cart.reset(seed=0)
+    assert cart.step(0)[1] == 0.5  # CartPole's +1 clipped
+
+
+@pytest.mark.parametrize("value", [[1, -1], [0], "yes", [True, 2]])
+def test_bad_clip_reward_is_one_line(value):
+    with pytest.raises(InputError, match=r"^task 'MinAtar/Breakout-v1': kwargs.clip_reward must be \[low, high\]"):
+        make_env(TaskSpec("MinAtar/Breakout-v1", "minatar", (("clip_reward", value),)), 0)

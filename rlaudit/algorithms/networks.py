@@ -6,22 +6,20 @@ unknown names. :func:`resolve_policy_kwargs` turns the name into SB3's ``feature
 agent is built; :func:`check_features_extractor` validates it beforehand.
 
 ``"minatar"``: the network of Obando-Ceron & Castro (2021), JohanSamir/revisiting_rainbow ``networks_new.py``
-with ``net_conf = 'minatar'`` and ``hidden_layer = 0`` (every agent's MinAtar config): one convolution of 16
-filters, 3x3, stride 1, SAME padding on the 10x10xC observation (as float), ReLU, flatten (1,600 features),
-then the algorithm's linear head(s) directly (write ``net_arch = []``). Kernels are Glorot (Xavier) uniform
-and biases zero everywhere, heads included (:func:`glorot_init`, applied by the DQN family's classes).
+at 64ec8c888669c67faf4c181727f1eddfb0f56a42 (flax.linen, the newest revision) with ``net_conf = 'minatar'`` and
+``hidden_layer = 0`` (every agent's MinAtar config): one convolution of 16 filters, 3x3, stride 1, SAME padding
+on the 10x10xC observation (as float), ReLU, flatten (1,600 features, flax's height-width-channel order), then
+the algorithm's linear head(s) directly (write ``net_arch = []``). Kernels are Glorot (Xavier) uniform and
+biases zero everywhere, heads included (:func:`glorot_init`, applied by the DQN family's classes); the
+convolution's fans are its own, fan_in 9 C and fan_out 9 * 16 (bound ``sqrt(6 / (9 (C + 16)))``, 0.1826 for
+Breakout's C = 4).
 
-How the source's convolution reads. It applies flax's (pre-linen) ``nn.Conv`` with ``kernel_size=(3, 3, 3)``
-to one unbatched observation of shape ``(1, 10, 10, C)``. flax treats an input with ``len(kernel_size) + 1``
-dimensions as a single example and adds a batch axis, so this is a 3-D convolution over the spatial shape
-``(1, 10, 10)`` with C input features and a kernel of shape ``(3, 3, 3, C, 16)``. With SAME padding the depth
-axis of size 1 is padded by one zero on each side, so only the middle depth slice of the kernel ever meets
-data: numerically a 2-D 3x3 convolution. The initialiser, however, sees the whole kernel: flax's
-``xavier_uniform`` is ``variance_scaling(1, "fan_avg", "uniform")`` with the receptive field
-``3 * 3 * 3 = 27``, so fan_in = 27 C, fan_out = 27 * 16 and the bound is ``sqrt(6 / (27 (C + 16)))``
-(0.1054 for Breakout's C = 4), a factor sqrt(3) below a 2-D 3x3 convolution's ``sqrt(6 / (9 (C + 16)))``.
-:class:`MinAtarNetwork` implements that reading: a 2-D convolution initialised with the 3-D bound
-(``INIT_RECEPTIVE_FIELD = 27``). Its output is flattened in flax's (height, width, channel) order.
+Older revisions (flax.nn, e.g. @521a3c29c524177f239ae64912174292b95d24cd) applied ``nn.Conv`` with
+``kernel_size=(3, 3, 3)`` to a ``(1, 10, 10, C)`` array: flax.nn takes an input with ``len(kernel_size) + 1``
+dimensions for one example, so that is a 3-D convolution over ``(1, 10, 10)`` whose depth axis only ever meets
+the kernel's middle slice - the same function, but initialised with the 3x3x3 receptive field (a bound
+sqrt(3) smaller). The revision that produced the paper's figures is unknown; rlaudit implements the newest
+(``MinAtarNetwork.INIT_RECEPTIVE_FIELD = 9``), and a subclass with 27 gives the older initialisation.
 """
 
 from __future__ import annotations
@@ -52,8 +50,9 @@ class MinAtarNetwork(BaseFeaturesExtractor):
         n_filters: convolution filters (16).
     """
 
-    INIT_RECEPTIVE_FIELD = 27
-    """Receptive field used for the convolution's Glorot bound: the source's 3x3x3 kernel (see the module doc)."""
+    INIT_RECEPTIVE_FIELD = 9
+    """Receptive field used for the convolution's Glorot bound: 9, the 3x3 kernel of the newest revision (27 for
+    the older flax.nn revisions' 3x3x3 kernel; see the module doc)."""
 
     def __init__(self, observation_space: spaces.Box, n_filters: int = 16) -> None:
         shape = tuple(observation_space.shape)

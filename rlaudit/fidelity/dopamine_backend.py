@@ -6,11 +6,10 @@ action selection, replay buffer (``dopamine.jax.replay_memory``), n-step accumul
 losses, target computation and projection, optimiser (optax Adam from ``create_optimizer``) and update
 schedule. Ours, written for this harness because dopamine-rl ships Atari networks and an Atari runner only:
 
-- the networks, in flax linen, after JohanSamir/revisiting_rainbow ``networks_new.py`` with
+- the networks, in flax linen, after JohanSamir/revisiting_rainbow ``networks_new.py`` at 64ec8c8 with
   ``net_conf = 'minatar'`` and ``hidden_layer = 0``: the state ``(10, 10, C, 1)`` is squeezed to
-  ``(10, 10, C)``, given a leading axis of 1 and convolved by ``nn.Conv(16, kernel_size=(3, 3, 3))`` with SAME
-  padding and Xavier-uniform kernels (the source's 3-D reading, see :mod:`rlaudit.algorithms.networks`), ReLU,
-  flattened to 1,600 features, then the head: ``Dense(num_actions)`` (DQN), ``Dense(num_actions * num_atoms)``
+  ``(10, 10, C)`` and convolved by ``nn.Conv(16, kernel_size=(3, 3))`` with SAME padding and Xavier-uniform
+  kernels (see :mod:`rlaudit.algorithms.networks`), ReLU, flattened to 1,600 features, then the head: ``Dense(num_actions)`` (DQN), ``Dense(num_actions * num_atoms)``
   with softmax over atoms (C51 / Rainbow; Q = Σ support · p), ``Dense(num_actions * num_atoms)`` quantiles
   (QR-DQN; Q = mean), or for IQN the quantile embedding ``ReLU(Dense(1600)(cos(π i τ)))``, ``i = 1 .. n``
   (Dopamine's), multiplied into the features, then ``Dense(num_actions)``. Every kernel Xavier uniform, every
@@ -59,8 +58,8 @@ def _torso(x: jnp.ndarray, torso: str, hidden: tuple[int, ...]) -> jnp.ndarray:
     """State ``(*obs_shape, 1)`` -> feature vector."""
     x = x.astype(jnp.float32)
     if torso == "minatar":
-        x = jnp.squeeze(x, 3)[None, ...]  # (1, 10, 10, C): one example of spatial shape (1, 10, 10)
-        x = nn.Conv(features=16, kernel_size=(3, 3, 3), strides=(1, 1, 1), padding="SAME", kernel_init=_XAVIER)(x)
+        x = jnp.squeeze(x, 3)  # (10, 10, C): linen takes it for one unbatched example
+        x = nn.Conv(features=16, kernel_size=(3, 3), strides=(1, 1), padding="SAME", kernel_init=_XAVIER)(x)
         x = nn.relu(x)
     x = x.reshape(-1)
     for width in hidden:
