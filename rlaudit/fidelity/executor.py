@@ -29,7 +29,7 @@ class ReferenceExecutor:
     Args:
         reference: the reference implementation.
         workers: processes at a time (>= 1).
-        nice: niceness of the worker processes (the machine's cores are shared).
+        nice: niceness of the worker processes, at least (the machine's cores are shared).
     """
 
     name = "reference"
@@ -39,12 +39,16 @@ class ReferenceExecutor:
         self.workers = max(1, int(workers))
         self.nice = nice
 
+    def _renice(self) -> None:
+        """In the child: niceness ``self.nice`` (not ``self.nice`` more than the parent's, which may be niced)."""
+        os.nice(max(0, self.nice - os.nice(0)))
+
     def _start(self, spec: RunSpec) -> tuple[subprocess.Popen, object]:
         err = tempfile.TemporaryFile(mode="w+")
         offset = SELF_SEED_OFFSET if self.reference.name == "self" else 0
         cmd = [self.reference.python(), "-m", "rlaudit.fidelity.worker"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env=worker_environment(), preexec_fn=lambda: os.nice(self.nice))
+                                env=worker_environment(), preexec_fn=self._renice)
         proc.stdin.write(json.dumps({"spec": spec.to_json(), "backend": self.reference.backend,
                                      "seed_offset": offset}))
         proc.stdin.close()
