@@ -72,6 +72,23 @@ def test_dopamine_schedule_starts_at_one_for_every_family_member(name):
     assert agent.model.exploration_rate == pytest.approx(final + (1 - final) * (250_000 + 50 - 120) / 250_000)
 
 
+def test_no_random_warmup_acts_epsilon_greedily_from_the_first_step(monkeypatch):
+    from stable_baselines3 import DQN as SB3DQN
+
+    greedy = []
+    real = SB3DQN.predict
+    monkeypatch.setattr(SB3DQN, "predict", lambda self, *a, **k: greedy.append(1) or real(self, *a, **k))
+    hp = {**TINY, "learning_starts": 100, "exploration_initial_eps": 0.01, "exploration_final_eps": 0.01}
+    make_agent("Rainbow", _cartpole(), {**hp, "random_warmup": False}, seed=0).train(50)
+    assert len(greedy) == 50  # every action from the policy, none from the uniform warm-up
+    greedy.clear()
+    make_agent("Rainbow", _cartpole(), hp, seed=0).train(50)
+    assert greedy == []  # SB3: uniform actions until learning_starts
+    agent = make_agent("DQN", _cartpole(), {**hp, "random_warmup": False}, seed=0)
+    agent.train(60)
+    assert agent.model.exploration_rate == 0.01 and agent.model._n_updates == 0  # learning still waits
+
+
 # --- Adam's eps -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", DQN_FAMILY)
@@ -188,6 +205,7 @@ def test_per_beta_fixed_when_not_annealed():
     ("NoisyDQN", {"exploration_schedule": "dopamine"}, r"exploration_initial_eps = 0.0 contradicts "
                                                        r"exploration_schedule = 'dopamine'"),
     ("DQN", {"loss": "l2"}, r"loss must be one of 'huber', 'mse', got 'l2'"),
+    ("Rainbow", {"random_warmup": 0}, r"random_warmup: expected true or false"),
     ("C51", {"loss": "mse"}, r"loss = 'mse' applies to expected-value heads only; distributional = 'c51'"),
     ("DQN", {"max_grad_norm": 0.0}, r"hyperparams.max_grad_norm: must be greater than 0 for 'DQN', got 0.0"),
     ("DopamineRainbow", {"per_beta_anneal": "no"}, r"per_beta_anneal: expected true or false"),
@@ -201,7 +219,8 @@ def test_invalid_published_settings_are_one_line_naming_the_field(name, hp, mess
 
 
 def test_algorithms_show_lists_the_new_hyperparameters():
-    for name, expected in (("DQN", ("adam_eps", "exploration_schedule", "epsilon_decay_steps", "loss")),
+    for name, expected in (("DQN", ("adam_eps", "exploration_schedule", "epsilon_decay_steps", "loss",
+                                    "random_warmup")),
                            ("DopamineRainbow", ("adam_eps", "exploration_schedule", "epsilon_decay_steps", "loss",
                                                 "per_beta_anneal")),
                            ("QRDQN", ("adam_eps", "exploration_schedule", "epsilon_decay_steps"))):

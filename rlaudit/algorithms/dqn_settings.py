@@ -13,6 +13,8 @@ and ``QRDQN``) that adds three hyperparameters:
   then linear to ``exploration_final_eps`` over ``epsilon_decay_steps`` steps, counted in env steps, so it
   does not depend on the run's length; :func:`dopamine_epsilon`).
 - ``epsilon_decay_steps``: the decay length of the ``"dopamine"`` schedule (Dopamine's default 250,000).
+- ``random_warmup``: ``False`` acts ε-greedily from the first step instead of uniformly until
+  ``learning_starts`` (the published noisy Rainbow acts with ε = 0.01 from step 0).
 
 and two behaviours:
 
@@ -109,6 +111,9 @@ def check_published_settings(hp: dict[str, Any]) -> None:
     if schedule == "dopamine" and initial != 1.0:
         raise ValueError(f"exploration_initial_eps = {initial!r} contradicts exploration_schedule = 'dopamine', "
                          f"which starts at epsilon 1 (drop exploration_initial_eps, or use the 'linear' schedule)")
+    warmup = hp.get("random_warmup", True)
+    if not isinstance(warmup, bool):
+        raise ValueError(f"random_warmup must be true or false, got {warmup!r}")
     loss = hp.get("loss", "huber")
     if loss not in LOSSES:
         from rlaudit.errors import did_you_mean
@@ -129,6 +134,10 @@ class PublishedSettings:
             with ``learning_starts`` as the warm-up; ``exploration_fraction`` is then unused and
             ``exploration_initial_eps`` must stay 1).
         epsilon_decay_steps: decay length of the ``"dopamine"`` schedule in env steps (250,000).
+        random_warmup: act uniformly at random until ``learning_starts`` (SB3's behaviour, the default);
+            ``False`` acts ε-greedily from the first step (learning still starts after ``learning_starts``), as
+            the published noisy Rainbow, whose ε is a constant 0.01 (write ``exploration_initial_eps =
+            exploration_final_eps = 0.01``).
     """
 
     def __init__(
@@ -137,6 +146,7 @@ class PublishedSettings:
         adam_eps: float | None = None,
         exploration_schedule: str = "linear",
         epsilon_decay_steps: int = 250_000,
+        random_warmup: bool = True,
         **kwargs: Any,
     ) -> None:
         check_published_settings({"adam_eps": adam_eps, "exploration_schedule": exploration_schedule,
@@ -146,6 +156,7 @@ class PublishedSettings:
         # SB3 keeps its schedule *function* in ``exploration_schedule``; the hyperparameter's value lives here.
         self.exploration_schedule_name = exploration_schedule
         self.epsilon_decay_steps = int(epsilon_decay_steps)
+        self.random_warmup = bool(random_warmup)
         if self.adam_eps is not None:
             policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
             optimizer_kwargs = dict(policy_kwargs.get("optimizer_kwargs") or {})
@@ -180,6 +191,10 @@ class PublishedSettings:
         """ε for the next training action under the ``"dopamine"`` schedule."""
         return dopamine_epsilon(self.num_timesteps, self.epsilon_decay_steps, self.learning_starts,
                                 self.exploration_final_eps)
+
+    def _sample_action(self, learning_starts: int, *args: Any, **kwargs: Any) -> Any:
+        # SB3 acts uniformly while num_timesteps < learning_starts; without the random warm-up it never does.
+        return super()._sample_action(learning_starts if self.random_warmup else 0, *args, **kwargs)
 
     def _on_step(self) -> None:
         super()._on_step()

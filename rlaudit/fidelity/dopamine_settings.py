@@ -47,6 +47,7 @@ _FIXED = {
     "exploration_schedule": ("linear", "dopamine", "Dopamine only has its linearly_decaying_epsilon; write "
                              "exploration_schedule = \"dopamine\""),
     "tau": (1.0, 1.0, "Dopamine copies the target network (tau = 1)"),
+    "random_warmup": (True, True, "Dopamine's agents act with epsilon 1 during the warm-up"),
 }
 _PER_FIXED = {"per_alpha": (0.6, 0.5, "Dopamine's priorities are sqrt(loss), i.e. alpha 0.5"),
               "per_beta": (0.4, 0.5, "Dopamine's importance weights use beta 0.5"),
