@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # Tests run on 2 cores by default; raise for bigger machines.
 PYTEST_ARGS ?=
 
-.PHONY: run published-example record test install install-test browser latex reports flagship bench clean
+.PHONY: run published-example record test install install-test browser latex reports flagship bench clean reference-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,18 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# The fidelity harness's Dopamine reference (rlaudit fidelity ... --against dopamine; docs/fidelity.md) in a venv
+# of its own: dopamine-rl brings TensorFlow, JAX and flax, which rlaudit's own environment does not need.
+REFERENCE_VENV ?= /work/venvs/dopamine
+reference-venv: $(REFERENCE_VENV)/.installed
+$(REFERENCE_VENV)/.installed:
+	$(PYTHON) -m venv $(REFERENCE_VENV)
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile -r requirements/dopamine-reference.txt
+	# dopamine-rl 4.1.2 imports OpenAI baselines' atari_wrappers without declaring it; its other requirements
+	# (mpi4py, zmq, ...) are not needed for that module
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile --no-deps baselines==0.1.5
+	touch $@
 
 # Headless Chromium for the HTML report's browser test (Debian package; needs root and apt).
 browser:
