@@ -129,14 +129,21 @@ def test_dopamine_rerun_section_scales_to_minatar():
     assert [a.published for a in section.agents] == ["DQN", "C51", "Rainbow", "IQN", "Quantile (JAX)",
                                                     "DQN (Adam + MSE in JAX)"]
     assert [a.algorithm for a in section.agents] == ["DQN", "C51", "DopamineRainbow", "IQN", "DQNFamily", None]
+    # MinAtar has published settings of its own (revisiting_rainbow's configs): they replace the scaled ones.
     minatar = section.suites["minatar"]
     hp, pk = scaled_settings(section, section.agents[0], minatar, largest=1_000_000)
-    # Factor 5M / 50M = 0.1: replay 1M -> 100k, learning starts 20k -> 2k, target 8k -> 800, eps 250k -> 25k.
-    assert (hp["buffer_size"], hp["learning_starts"], hp["target_update_interval"]) == (100_000, 2_000, 800)
-    assert hp["exploration_fraction"] == 0.025 and hp["learning_rate"] == 0.00025 and hp["train_freq"] == 4
-    assert pk == {"net_arch": [256, 256]}
-    _, pk_qr = scaled_settings(section, section.agents[4], minatar, largest=100_000)
-    assert pk_qr == {"net_arch": [256, 256], "optimizer_kwargs": {"eps": 0.0003125}}
+    assert (hp["buffer_size"], hp["learning_starts"], hp["target_update_interval"]) == (100_000, 1_000, 1_000)
+    assert hp["exploration_schedule"] == "dopamine" and hp["epsilon_decay_steps"] == 250_000
+    assert hp["learning_rate"] == 0.00025 and hp["loss"] == "mse" and hp["max_grad_norm"] == float("inf")
+    assert pk == {"features_extractor": "minatar", "net_arch": [], "optimizer_kwargs": {"eps": 0.0003125}}
+    hp_rb, pk_rb = scaled_settings(section, section.agents[2], minatar, largest=100_000)
+    assert (hp_rb["learning_rate"], hp_rb["v_max"], hp_rb["n_steps"], hp_rb["per_beta_anneal"]) == (1e-4, 100.0, 3, False)
+    assert pk_rb["optimizer_kwargs"] == {"eps": 0.0003125}  # not the Atari Rainbow's 1.5e-4
+    hp_qr, _ = scaled_settings(section, section.agents[4], minatar, largest=100_000)
+    assert (hp_qr["n_quantiles"], hp_qr["n_steps"], hp_qr["prioritized"]) == (51, 1, False)
+    # Classic control keeps the scaling rule: factor 500k / 50M = 0.01.
+    hp_g, _ = scaled_settings(section, section.agents[0], section.suites["gymnasium"], largest=100_000)
+    assert (hp_g["buffer_size"], hp_g["learning_starts"], hp_g["target_update_interval"]) == (10_000, 200, 80)
 
 
 def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
@@ -152,7 +159,10 @@ def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
     # Published claims between rerun agents carry over under the rerun labels; DQN (Adam + MSE) is not rerun.
     assert {(c["better"], c["worse"]) for c in p.claims} == {("Rainbow", "DQN"), ("IQN", "Rainbow"), ("C51", "DQN"),
                                                              ("QR-DQN", "C51")}
-    assert p.evaluation.epsilon == 0.001 and p.evaluation.max_episode_steps == 10_000
+    assert p.evaluation.epsilon == 0.001 and p.evaluation.max_episode_steps is None  # no cap, as published
+    assert all(t.kwargs == {"use_minimal_action_set": False, "clip_reward": [-1, 1]} for t in p.tasks)
+    assert [d.key for d in p.deviations] == ["evaluation", "replay", "budget", "implementation"]
+    assert "dqn_breakout.gin" in p.algorithms[0].source[1].text and p.algorithms[0].deviations[0].key == "loss"
     # Same options -> same text -> same hash, so the store resumes.
     assert parse_protocol(render_protocol(published, section, section.suites["minatar"], (100_000, 1_000_000), 5),
                           "again").hash == p.hash

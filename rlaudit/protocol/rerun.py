@@ -29,8 +29,8 @@ RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperp
               "implementation", "agents", "suites", "published_suite")
 AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note", "source",
               "deviations")
-SUITE_KEYS = ("reference_steps", "tasks", "budgets", "policy_kwargs", "hyperparams", "evaluation", "normalization",
-              "note", "source", "deviations", "agents")
+SUITE_KEYS = ("reference_steps", "tasks", "task_kwargs", "budgets", "policy_kwargs", "hyperparams", "evaluation",
+              "normalization", "note", "source", "deviations", "agents")
 SUITE_AGENT_KEYS = ("hyperparams", "policy_kwargs", "source", "deviations", "note")
 RERUN_OF_KEYS = ("protocol", "name", "hash", "suite", "agents")
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -108,6 +108,8 @@ class RerunSuite:
     """Differences shared by every agent on this suite (top-level ``deviations`` of the generated protocol)."""
     agents: dict = field(default_factory=dict)
     """Per published agent: its :class:`SuiteAgent` settings on this suite."""
+    task_kwargs: dict = field(default_factory=dict)
+    """Keyword arguments of every task on this suite (MinAtar: ``use_minimal_action_set``, ``clip_reward``)."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,8 @@ def parse_section(raw, where: str) -> RerunSection:
                                   _dict(s, "policy_kwargs", at), _dict(s, "hyperparams", at),
                                   _dict(s, "evaluation", at), _table(norm, f"{at}.normalization") if norm else None,
                                   _string(s, "note", at), parse_source(s.get("source"), f"{at}.source"),
-                                  parse_deviations(s.get("deviations"), f"{at}.deviations"), suite_agents)
+                                  parse_deviations(s.get("deviations"), f"{at}.deviations"), suite_agents,
+                                  _dict(s, "task_kwargs", at))
     return RerunSection(reference, tuple(scaled), _positive(d, "exploration_steps", where), seeds,
                         _dict(d, "hyperparams", where), _dict(d, "policy_kwargs", where), tuple(agents), suites,
                         _string(d, "note", where), _string(d, "implementation", where),
@@ -432,6 +435,8 @@ def render_protocol(published, section: RerunSection, suite: RerunSuite, budgets
     lines += [f"{_toml(budget_name(b))} = {b}" for b in budgets]
     for t in suite.tasks:
         lines += ["", "[[tasks]]", f"id = {_toml(t)}", f"suite = {_toml(suite.name)}"]
+        if suite.task_kwargs:
+            lines.append(f"kwargs = {_toml(suite.task_kwargs)}")
     for a in section.runnable:
         hp, pk = scaled_settings(section, a, suite, max(budgets))
         lines += ["", "[[algorithms]]", f"name = {_toml(a.algorithm)}", f"label = {_toml(a.label)}",
