@@ -206,3 +206,20 @@ def test_a_misspelt_algorithm_under_a_deviation_is_reported_as_the_name_error():
         parse_protocol(_protocol("""\
             deviations = [{ key = "max_grad_norm", published = "none", here = "10", why = "w" }]
             """).replace('name = "DQN"', 'name = "DQM"'), "p.toml")
+
+
+def test_a_report_says_which_algorithms_are_not_shown_equivalent_to_an_independent_implementation(tmp_path):
+    import json
+    from pathlib import Path
+
+    from rlaudit.protocol import load_protocol
+    from rlaudit.report.model import build_model
+    from rlaudit.sources import fidelity_lines
+
+    repo = Path(__file__).parents[1]
+    lines = fidelity_lines(load_protocol(repo / "protocols" / "dqn-family-minatar.toml"))
+    by_label = {line.split(":")[0]: line for line in lines}
+    assert "QR-DQN (QRDQN)" in by_label and "Rainbow (Dopamine) (DopamineRainbow)" in by_label  # label and name
+    audit = json.loads((repo / "reports" / "quickstart" / "audit.json").read_text())
+    audit["source"]["fidelity"] = ["DQN: differs from dopamine at 100k steps"]
+    assert ("Fidelity", "DQN: differs from dopamine at 100k steps") in build_model(audit).setup

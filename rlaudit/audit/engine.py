@@ -649,4 +649,7 @@ def source_doc(source, table: ScoreTable) -> dict:
     suites = dict(getattr(source, "suites", {}) or {})
     if suites:
         doc["suites"] = suites
+    fidelity = list(getattr(source, "fidelity", ()) or ())
+    if fidelity:
+        doc["fidelity"] = fidelity
     return doc

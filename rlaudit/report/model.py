@@ -489,6 +489,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
     elif data.get("budget_labels"):  # a rerun that names no source: say so rather than imply fidelity
         rows.append(("Settings vs published", "no published source is declared for these settings, so how far "
                      "they are from the original is not stated"))
+    for line in src.get("fidelity") or []:  # algorithms not shown equivalent to an independent implementation
+        rows.append(("Fidelity", str(line)))
     rows.append((f"Algorithms ({len(r.algorithms)})", ", ".join(r.algorithms)))
     shown = ", ".join(r.tasks[:12]) + (f", … ({len(r.tasks) - 12} more)" if len(r.tasks) > 12 else "")
     rows.append((f"Tasks ({len(r.tasks)})", shown))
