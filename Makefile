@@ -7,28 +7,36 @@ TORCH  ?= torch==2.13.0
 # Tests run on 2 cores by default; raise for bigger machines.
 PYTEST_ARGS ?=
 
-.PHONY: run published-example record test install install-test browser latex reports flagship bench clean
+.PHONY: run published-example record test install install-test browser latex reports flagship bench clean reference-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 
-# One resolver pass for torch and the package, and no byte-compiling of every installed module (torch alone
-# has thousands): Python compiles what it imports, once. Measured from a fresh clone on 2 quiet cores:
-# 68 s with two pip calls and byte-compiling, 45 s like this.
-PIP_INSTALL := $(BIN)/python -m pip install -q --no-compile
-
+# torch and the package in one pip call: one resolver pass instead of two.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) "$(TORCH)" -e .
+	$(BIN)/python -m pip install -q "$(TORCH)" -e .
 	touch $@
 
 # The test extras and the JAX backend's (its tests run in the default suite; they skip without it).
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) "$(TORCH)" -e ".[test,jax]"
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[test,jax]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# The fidelity harness's Dopamine reference (rlaudit fidelity ... --against dopamine; docs/fidelity.md) in a venv
+# of its own: dopamine-rl brings TensorFlow, JAX and flax, which rlaudit's own environment does not need.
+REFERENCE_VENV ?= /work/venvs/dopamine
+reference-venv: $(REFERENCE_VENV)/.installed
+$(REFERENCE_VENV)/.installed:
+	$(PYTHON) -m venv $(REFERENCE_VENV)
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile -r requirements/dopamine-reference.txt
+	# dopamine-rl 4.1.2 imports OpenAI baselines' atari_wrappers without declaring it; its other requirements
+	# (mpi4py, zmq, ...) are not needed for that module
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile --no-deps baselines==0.1.5
+	touch $@
 
 # Headless Chromium for the HTML report's browser test (Debian package; needs root and apt).
 browser:
@@ -84,11 +92,13 @@ record: install
 	rm -rf sweeps/quickstart/report sweeps/quickstart/published
 	$(BIN)/python scripts/make_reports.py --data ../shared/data
 
-# The recorded flagship (protocols/dqn-family-minatar.toml, ~10 CPU-hours): resume its store seed by seed, so
-# that a partial store covers every game and agent, then regenerate its report. Interrupt and rerun at will.
+# The flagship on the published MinAtar settings (protocols/dqn-family-minatar.toml; its header gives the cost):
+# resume its store seed by seed, so that a partial store covers every game and agent, then regenerate its
+# report. Interrupt and rerun at will. (The first flagship, 250k steps on other settings, is the complete record
+# sweeps/dqn-family-minatar-250k/.)
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 flagship: install
-	for s in 0 1 2 3 4; do $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
+	for s in 0 1 2 3 4 5 6 7 8 9; do $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
 	$(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 
 test: install-test browser latex

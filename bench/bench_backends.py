@@ -1,6 +1,6 @@
 """Training throughput of the two backends: SB3 (one run per process) against JAX (S seeds vmapped in one process).
 
-MinAtar Breakout with the flagship's DQN settings (``protocols/dqn-family-minatar.toml``: MLP [256, 256], batch
+MinAtar Breakout with the flagship's DQN settings (``protocols/dqn-family-minatar-250k.toml``: MLP [256, 256], batch
 32, one update every 4 steps, buffer 100k), one CPU thread per process. Each backend first plays
 ``--warmup`` steps (learning starts there), then ``--steps`` steps are timed in the update regime:
 

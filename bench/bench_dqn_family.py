@@ -1,7 +1,7 @@
 """Wall time of each DQN-family built-in against stable-baselines3's plain DQN, same env and budget.
 
 MinAtar (rlaudit's environment: uint8 0/1 observations; MLP policy, one CPU thread), the hyperparameters of
-``protocols/dqn-family-minatar.toml`` except the budget. Each variant is timed ``--repeats`` times,
+``protocols/dqn-family-minatar-250k.toml`` except the budget. Each variant is timed ``--repeats`` times,
 interleaved with the others so that machine load hits all alike; the median is reported with its ratio to
 SB3's DQN. Targets: PrioritizedDQN <= 1.5x, DoubleDQN and DuelingDQN <= 1.1x (issue 6); C51 <= 1.5x,
 IQN <= 2x, Rainbow <= 2.5x (issue 11). ``--only`` times a subset (labels, comma-separated; SB3's DQN is

@@ -6,7 +6,7 @@
    worker start-up included). Target ≥ 1.8 on 2 cores.
 3. nested: a 3-budget nested protocol vs its largest budget alone. Target ≤ 1.1.
 4. minatar: steps/s of ``rlaudit run`` (DQN, MinAtar Breakout, MLP [256, 256], the hyperparameters of
-   ``protocols/dqn-family-minatar.toml``, evaluations every ``budget/3`` steps) vs a bare SB3 DQN script
+   ``protocols/dqn-family-minatar-250k.toml``, evaluations every ``budget/3`` steps) vs a bare SB3 DQN script
    doing the same training and evaluations the way a user writes it (float32 observations, one episode at
    a time); fresh processes, median over pairs. Target ≥ 1.0 (never slower).
 5. minatar-parallel: the same DQN runs with 2 workers vs 1. Target ≥ 1.8 on 2 cores.

@@ -46,6 +46,13 @@ class Source:
     """Raw claim tables from the protocol, each with ``where`` naming the file."""
     budget_labels: tuple[dict, ...] = ()
     """``{budget, regime, regime_kind}`` for reruns (nested anytime reading vs separate run)."""
+    settings: tuple[dict, ...] = ()
+    """The protocol's declared sources and deviations (:func:`rlaudit.protocol.provenance.settings_rows`)."""
+    suites: dict = field(default_factory=dict)
+    """Task -> suite (``minatar``, ``atari``, …) when the protocol names them."""
+    fidelity: tuple[str, ...] = ()
+    """One line per rerun algorithm whose fidelity to an independent implementation is not recorded as
+    equivalent (:func:`rlaudit.fidelity.status.fidelity_warnings`)."""
 
 
 def _suffix(path: Path) -> str:
@@ -84,8 +91,24 @@ def load_source(path: str | os.PathLike, fmt: str | None = None, data_dir: str |
 
 def _protocol_fields(protocol) -> dict:
     """What a protocol says about auditing its scores, as :class:`Source` fields."""
+    from rlaudit.protocol.provenance import settings_rows
+
     return {"protocol": protocol.name, "title": protocol.title or None, "citation": protocol.citation or None,
-            "normalization": protocol.normalization, "audit": protocol.audit.to_dict(), "claims": protocol.claims}
+            "normalization": protocol.normalization, "audit": protocol.audit.to_dict(), "claims": protocol.claims,
+            "settings": tuple(settings_rows(protocol)), "suites": {t.id: t.suite for t in protocol.tasks},
+            "fidelity": fidelity_lines(protocol)}
+
+
+def fidelity_lines(protocol) -> tuple[str, ...]:
+    """The report's fidelity lines for a rerun protocol's algorithms, each named by its label (and registry name
+    when they differ); ``()`` for a published protocol."""
+    from rlaudit.fidelity.status import fidelity_warnings
+
+    out = []
+    for a in protocol.algorithms:
+        for line in fidelity_warnings([a.name]):
+            out.append(line if a.label == a.name else f"{a.label} ({a.name})" + line[len(a.name):])
+    return tuple(out)
 
 
 def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> Source:

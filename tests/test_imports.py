@@ -136,7 +136,7 @@ def test_checking_a_protocol_does_not_load_the_bootstrap_engine():
     import sys
 
     repo = Path(rlaudit.__file__).resolve().parents[1]
-    code = ("import sys; from rlaudit.protocol import load_protocol; load_protocol('protocols/dqn-family-minatar.toml');"
+    code = ("import sys; from rlaudit.protocol import load_protocol; load_protocol('protocols/dqn-family-minatar-250k.toml');"
             "import rlaudit.audit, rlaudit.stats; print(sorted(m for m in ('rlaudit.audit.engine', "
             "'rlaudit.stats.bootstrap', 'scipy.stats') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)

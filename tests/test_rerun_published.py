@@ -129,14 +129,21 @@ def test_dopamine_rerun_section_scales_to_minatar():
     assert [a.published for a in section.agents] == ["DQN", "C51", "Rainbow", "IQN", "Quantile (JAX)",
                                                     "DQN (Adam + MSE in JAX)"]
     assert [a.algorithm for a in section.agents] == ["DQN", "C51", "DopamineRainbow", "IQN", "DQNFamily", None]
+    # MinAtar has published settings of its own (revisiting_rainbow's configs): they replace the scaled ones.
     minatar = section.suites["minatar"]
     hp, pk = scaled_settings(section, section.agents[0], minatar, largest=1_000_000)
-    # Factor 5M / 50M = 0.1: replay 1M -> 100k, learning starts 20k -> 2k, target 8k -> 800, eps 250k -> 25k.
-    assert (hp["buffer_size"], hp["learning_starts"], hp["target_update_interval"]) == (100_000, 2_000, 800)
-    assert hp["exploration_fraction"] == 0.025 and hp["learning_rate"] == 0.00025 and hp["train_freq"] == 4
-    assert pk == {"net_arch": [256, 256]}
-    _, pk_qr = scaled_settings(section, section.agents[4], minatar, largest=100_000)
-    assert pk_qr == {"net_arch": [256, 256], "optimizer_kwargs": {"eps": 0.0003125}}
+    assert (hp["buffer_size"], hp["learning_starts"], hp["target_update_interval"]) == (100_000, 1_000, 1_000)
+    assert hp["exploration_schedule"] == "dopamine" and hp["epsilon_decay_steps"] == 250_000
+    assert hp["learning_rate"] == 0.00025 and hp["loss"] == "mse" and hp["max_grad_norm"] == float("inf")
+    assert pk == {"features_extractor": "minatar", "net_arch": [], "optimizer_kwargs": {"eps": 0.0003125}}
+    hp_rb, pk_rb = scaled_settings(section, section.agents[2], minatar, largest=100_000)
+    assert (hp_rb["learning_rate"], hp_rb["v_max"], hp_rb["n_steps"], hp_rb["per_beta_anneal"]) == (1e-4, 100.0, 3, False)
+    assert pk_rb["optimizer_kwargs"] == {"eps": 0.0003125}  # not the Atari Rainbow's 1.5e-4
+    hp_qr, _ = scaled_settings(section, section.agents[4], minatar, largest=100_000)
+    assert (hp_qr["n_quantiles"], hp_qr["n_steps"], hp_qr["prioritized"]) == (51, 1, False)
+    # Classic control keeps the scaling rule: factor 500k / 50M = 0.01.
+    hp_g, _ = scaled_settings(section, section.agents[0], section.suites["gymnasium"], largest=100_000)
+    assert (hp_g["buffer_size"], hp_g["learning_starts"], hp_g["target_update_interval"]) == (10_000, 200, 80)
 
 
 def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
@@ -152,7 +159,10 @@ def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
     # Published claims between rerun agents carry over under the rerun labels; DQN (Adam + MSE) is not rerun.
     assert {(c["better"], c["worse"]) for c in p.claims} == {("Rainbow", "DQN"), ("IQN", "Rainbow"), ("C51", "DQN"),
                                                              ("QR-DQN", "C51")}
-    assert p.evaluation.epsilon == 0.001 and p.evaluation.max_episode_steps == 10_000
+    assert p.evaluation.epsilon == 0.001 and p.evaluation.max_episode_steps is None  # no cap, as published
+    assert all(t.kwargs == {"use_minimal_action_set": False, "clip_reward": [-1, 1]} for t in p.tasks)
+    assert [d.key for d in p.deviations] == ["evaluation", "replay", "budget", "implementation"]
+    assert "dqn_breakout.gin" in p.algorithms[0].source[1].text and p.algorithms[0].deviations[0].key == "loss"
     # Same options -> same text -> same hash, so the store resumes.
     assert parse_protocol(render_protocol(published, section, section.suites["minatar"], (100_000, 1_000_000), 5),
                           "again").hash == p.hash
@@ -371,6 +381,7 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "Implementations differ" in pa["caveat"] and "BOTH sides" in pa["method"]
     assert "the tiny authors' code" in pa["caveat"] and "another suite (gymnasium)" in pa["caveat"]
     assert "published vs rerun (tiny-pub -> gymnasium)" in result.output
+    assert pa["published"]["suite"] is None and pa["suite_change"]["differs"] is None  # the fixture names none
 
     # Same seed, same numbers; --published given explicitly gives the same join.
     again = _cli(["audit", str(store), "--published", str(path), "--data", str(tmp_path / "data"), "--out",
@@ -395,3 +406,42 @@ def test_rerun_then_joined_audit_then_report(tmp_path):
     assert "\\label{tab:rlaudit-rank-agreement}" in tex and "QR \\textgreater{} DQN & 10, 20 & QR-DQN vs DQN" in tex
     assert tex.count("\\begin{table}") == tex.count("\\end{table}")
     assert json.loads((tmp_path / "r" / "audit.json").read_text())["published_agreement"] == pa
+
+
+def test_a_rerun_on_another_suite_says_a_reversal_can_come_from_the_suite():
+    from rlaudit.audit.joined import suite_change
+    from rlaudit.report.agreement import agreement_findings, build_agreement
+
+    assert suite_change("atari", "minatar")["differs"] is True
+    assert suite_change("minatar", "MinAtar")["differs"] is False
+    assert suite_change(None, "minatar")["differs"] is None
+    doc = {"published": {"name": "dopamine", "protocol": "d.toml", "suite": "atari"},
+           "rerun": {"suite": "minatar", "budgets": [100_000]}, "metric": "iqm", "caveat": "c", "method": "m",
+           "orderings": [{"better": "C51", "worse": "DQN", "published_budgets": [1],
+                          "per_budget": [{"budget": 100_000, "status": "reversed"}]}],
+           "summary": [{"budget": 100_000, "holds": 0, "reversed": 1, "inconclusive": 0, "not rerun": 0}],
+           "suite_change": suite_change("atari", "minatar")}
+    texts = [f.text for f in agreement_findings(build_agreement(doc))]
+    assert texts[0].startswith("Published vs rerun (dopamine (d.toml), atari -> rerun on minatar): of 1 decided "
+                               "published orderings, at rerun budget 100k: 0 hold, 1 reversed (differ from the "
+                               "published suite's ordering), 0 inconclusive.")
+    assert texts[1] == ("The published runs are on atari and the rerun on minatar: an ordering that differs from the "
+                        "published one can come from the change of suite as well as of budget. Orderings reversed "
+                        "between the rerun's own budgets are on one suite (minatar) and are reported separately.")
+    doc["suite_change"] = suite_change("minatar", "minatar")
+    assert len(agreement_findings(build_agreement(doc))) == 1  # same suite: nothing to add
+
+
+def test_inversions_of_a_joined_rerun_are_named_between_budgets_on_its_suite():
+    from types import SimpleNamespace
+
+    from rlaudit.report.model import Report
+
+    fake = SimpleNamespace(audit={"published_agreement": {"x": 1},
+                                  "source": {"suites": {"MinAtar/Breakout-v1": "minatar",
+                                                        "MinAtar/Freeway-v1": "minatar"}}})
+    assert Report.rerun_suite.fget(fake) == "minatar"
+    fake.audit["source"]["suites"]["CartPole-v1"] = "gymnasium"
+    assert Report.rerun_suite.fget(fake) is None  # two suites: no one suite to name
+    del fake.audit["published_agreement"]
+    assert Report.rerun_suite.fget(fake) is None

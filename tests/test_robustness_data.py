@@ -75,7 +75,7 @@ def test_distinct_runs_never_share_an_id():
 
 def test_ordinary_run_ids_are_unchanged_so_recorded_stores_resume():
     """The committed stores were planned with the old ids; every id the planner makes for them still matches."""
-    for name in ("quickstart", "dqn-family-minatar"):
+    for name in ("quickstart", "dqn-family-minatar-250k"):
         con = open_readonly(f"sweeps/{name}/store.sqlite")
         stored = {r[0] for r in con.execute("SELECT run_id FROM runs")}
         con.close()
@@ -409,7 +409,7 @@ def test_a_new_store_carries_rlaudits_application_id_and_old_stores_are_still_re
     con = sqlite3.connect(tmp_path / "s.sqlite")
     assert con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     con.close()
-    con = open_readonly("sweeps/dqn-family-minatar/store.sqlite")  # recorded before the application id: meta says
+    con = open_readonly("sweeps/dqn-family-minatar-250k/store.sqlite")  # recorded before the application id: meta says
     assert con.execute("PRAGMA application_id").fetchone()[0] == 0
     con.close()
 

@@ -87,7 +87,9 @@ def render_rerun(rerun: dict) -> list[str]:
     for agent in rerun["agents"]:
         lines += ["", "[[rerun.agents]]"] + [f"{k} = {value(v)}" for k, v in agent.items()]
     for name, suite in rerun["suites"].items():
-        lines += ["", f"[rerun.suites.{name}]"] + [f"{k} = {value(v)}" for k, v in suite.items()]
+        lines += ["", f"[rerun.suites.{name}]"] + [f"{k} = {value(v)}" for k, v in suite.items() if k != "agents"]
+        for agent, table in suite.get("agents", {}).items():
+            lines += ["", f"[rerun.suites.{name}.agents.{_key(agent)}]"] + [f"{k} = {value(v)}" for k, v in table.items()]
     return lines
 
 
@@ -176,20 +178,97 @@ DOPAMINE_AGENTS = [
              "DQNFamily, since sb3-contrib's QR-DQN samples uniformly"},
     {"published": "DQN (Adam + MSE in JAX)", "runnable": False,
      "note": "dqn_adam_mse.gin differs from DQN by its loss (mean squared error instead of Huber) and Adam "
-             "(lr 6.25e-5, eps 1.5e-4); SB3's DQN loss is fixed to Huber and is not a hyperparameter, so a rerun "
-             "would be a second Adam DQN, not this agent"},
+             "(lr 6.25e-5, eps 1.5e-4). The built-in DQN now takes loss = 'mse', but on MinAtar the published DQN "
+             "config is itself Adam + MSE (the suite's DQN entry), so this agent would rerun as a duplicate of "
+             "DQN there; not mapped yet"},
 ]
 MINATAR_GAMES = ["MinAtar/Asterix-v1", "MinAtar/Breakout-v1", "MinAtar/Freeway-v1", "MinAtar/Seaquest-v1",
                  "MinAtar/SpaceInvaders-v1"]
+MINATAR_HEAD = "JohanSamir/revisiting_rainbow@64ec8c888669c67faf4c181727f1eddfb0f56a42:revisiting_rainbow/Configs/"
+MINATAR_DOPAMINE_RAINBOW = "JohanSamir/revisiting_rainbow@521a3c29c524177f239ae64912174292b95d24cd:revisiting_rainbow/Configs/"
+MINATAR_CONFIG_GAMES = ("asterix", "breakout", "freeway", "seaquest", "invaders")
+
+
+def minatar_configs(prefix: str, agent: str) -> list[str]:
+    """The five per-game config files of one agent (the source of its MinAtar settings)."""
+    return [f"{prefix}{agent}_{g}.gin" for g in MINATAR_CONFIG_GAMES]
+
+
+def minatar_agent(hyperparams: dict, source: list[str], deviations: list[dict] | None = None, note: str = "") -> dict:
+    """A [rerun.suites.minatar.agents.<agent>] table: the agent's published MinAtar settings (Adam eps 3.125e-4
+    for every agent, replacing the Atari value the agent's own policy_kwargs carry)."""
+    out = {"hyperparams": hyperparams, "policy_kwargs": {"optimizer_kwargs": {"eps": 0.0003125}}, "source": source}
+    if deviations:
+        out["deviations"] = deviations
+    if note:
+        out["note"] = note
+    return out
+
+
+def deviation(key: str, published: str, here: str, why: str) -> dict:
+    return {"key": key, "published": published, "here": here, "why": why}
+
+
+# The MinAtar suite on the settings Obando-Ceron & Castro (2021) published for it (their configs, cited per agent),
+# not Dopamine's Atari ones scaled: what the suite's and its agents' tables set replaces the scaled values.
 DOPAMINE_SUITES = {
     "minatar": {
-        "reference_steps": 5_000_000, "tasks": MINATAR_GAMES, "budgets": [100_000, 1_000_000],
-        "policy_kwargs": {"net_arch": [256, 256]},
-        "evaluation": {"n_eval_episodes": 10, "deterministic": True, "epsilon": 0.001, "max_episode_steps": 10_000},
-        "note": ("MinAtar (Young & Tian 2019): 10x10xC boolean observations, an MLP of 256-256 on the flattened "
-                 "frame. reference_steps 5M (MinAtar's own training length) gives the factor 0.1: replay 100k, "
-                 "learning starts 2k, target update every 800 steps, epsilon decay over 25k steps -- close to "
-                 "Young & Tian's own DQN settings (100k, 5k, 1000, 100k)."),
+        "reference_steps": 10_000_000, "tasks": MINATAR_GAMES,
+        "task_kwargs": {"use_minimal_action_set": False, "clip_reward": [-1, 1]},
+        "budgets": [100_000, 1_000_000],
+        "policy_kwargs": {"features_extractor": "minatar", "net_arch": []},
+        "hyperparams": {"buffer_size": 100_000, "learning_starts": 1_000, "target_update_interval": 1_000,
+                        "batch_size": 32, "gamma": 0.99, "train_freq": 4, "gradient_steps": 1,
+                        "exploration_schedule": "dopamine", "epsilon_decay_steps": 250_000,
+                        "exploration_final_eps": 0.01, "max_grad_norm": float("inf")},
+        "evaluation": {"n_eval_episodes": 10, "deterministic": True, "epsilon": 0.001},
+        "note": ("MinAtar (Young & Tian 2019) on the settings Obando-Ceron & Castro (2021) published for these agents "
+                 "(JohanSamir/revisiting_rainbow @ 64ec8c8; Dopamine-style Rainbow @ 521a3c2): the 'minatar' network "
+                 "(one 16-filter 3x3 convolution, Glorot init), replay 100k, 1,000 warm-up steps, target update every "
+                 "1,000 steps, Dopamine's epsilon decay over 250k steps after the warm-up, Adam eps 3.125e-4, no "
+                 "gradient clipping, the full 6-action set, training rewards clipped to [-1, 1], no episode cap; "
+                 "per-agent learning rates and components from each agent's configs. Not scaled from Atari."),
+        "source": MINATAR_HEAD,
+        "deviations": [
+            deviation("evaluation", "mean return of the training episodes of each 1M-step iteration, epsilon-greedy",
+                      "10 greedy episodes (epsilon 0.001) at each budget on a separately seeded environment",
+                      "nested runs are read at budgets inside an iteration; training returns mix exploration in"),
+            deviation("replay", "stratified sampling over the buffer (32 equal strata per batch)",
+                      "uniform i.i.d. sampling", "SB3's replay buffer"),
+            deviation("budget", "10M agent steps (10 iterations of 1M)", "the --budgets given (default 100k and 1M)",
+                      "CPU cost"),
+            deviation("implementation", "Dopamine 3.1.10 JAX agents", "rlaudit's built-ins",
+                      "the rerun backend; fidelity in docs/fidelity.md"),
+        ],
+        "agents": {
+            "DQN": minatar_agent(
+                {"learning_rate": 0.00025, "loss": "mse"}, minatar_configs(MINATAR_HEAD, "dqn"),
+                [deviation("loss", "mean squared error on Breakout, Freeway, Seaquest, SpaceInvaders; Huber on Asterix",
+                           "mean squared error on all five", "one setting per agent; four of five games")]),
+            "C51": minatar_agent(
+                {"n_atoms": 51, "v_min": -100.0, "v_max": 100.0, "learning_rate": 0.0001},
+                minatar_configs(MINATAR_HEAD, "rainbow"),
+                [deviation("implementation", "no C51 MinAtar config",
+                           "the Rainbow config with double, dueling, noisy nets, prioritized replay and n-step off; "
+                           "epsilon as DQN's", "C51 is one of Dopamine's agents")]),
+            "Rainbow": minatar_agent(
+                {"v_min": -100.0, "v_max": 100.0, "n_steps": 3, "per_alpha": 0.5, "per_beta": 0.5,
+                 "per_beta_anneal": False, "learning_rate": 0.0001},
+                minatar_configs(MINATAR_DOPAMINE_RAINBOW, "rainbow"),
+                [deviation("init", "at this revision (flax.nn) the 3x3 convolution is a 3-D one over (1, 10, 10), so "
+                           "its Glorot bound uses fans 27C and 432", "the 2-D fans 9C and 144 of the newest revision",
+                           "one network for every agent"),
+                 deviation("per_eps", "priority sqrt(loss + 1e-10)", "(loss + 1e-6) ** 0.5",
+                           "the built-in's PER epsilon")]),
+            "IQN": minatar_agent(
+                {"n_steps": 1, "n_tau": 32, "n_tau_target": 32, "n_tau_act": 32, "n_cos": 64, "kappa": 1.0,
+                 "learning_rate": 0.0001}, minatar_configs(MINATAR_HEAD, "implicit"),
+                [deviation("n_cos", "64 cosine features cos(pi i tau), i = 1..64 (Dopamine)",
+                           "i = 0..63 (the IQN paper's)", "the built-in's embedding")]),
+            "Quantile (JAX)": minatar_agent(
+                {"n_quantiles": 51, "n_steps": 1, "prioritized": False, "learning_rate": 0.0001},
+                minatar_configs(MINATAR_HEAD, "quantile")),
+        },
     },
     "gymnasium": {
         "reference_steps": 500_000, "tasks": ["CartPole-v1", "Acrobot-v1"], "budgets": [50_000, 100_000],
@@ -205,7 +284,7 @@ DOPAMINE_SUITES = {
 
 def dopamine_rerun() -> dict:
     """``[rerun]`` of dopamine-atari-200m: every published agent mapped to rlaudit, suites to rerun on."""
-    return {"reference_steps": 50_000_000, "scaled": ["buffer_size", "learning_starts", "target_update_interval"],
+    return {"reference_steps": 50_000_000, "published_suite": "atari", "scaled": ["buffer_size", "learning_starts", "target_update_interval"],
             "exploration_steps": 250_000, "seeds": 5, "hyperparams": DOPAMINE_SHARED, "note": DOPAMINE_RERUN_NOTE,
             "implementation": f"Dopamine's own agents (google/dopamine @ {DOPAMINE_COMMIT[:8]}, TensorFlow and JAX)",
             "agents": DOPAMINE_AGENTS, "suites": DOPAMINE_SUITES}

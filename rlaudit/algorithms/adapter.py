@@ -217,8 +217,12 @@ def make_agent(
     if params.get("device") == "auto":
         params["device"] = "cpu"
     pk = dict(policy_kwargs or {})
-    # Copy: some algorithms (A2C) write their own entries into the dict they are given.
-    model = _construct(where, cls, env=env, seed=int(seed), policy_kwargs=dict(pk) or None, verbose=0, **params)
+    from rlaudit.algorithms.networks import resolve_policy_kwargs
+
+    # A copy (some algorithms, A2C, write their own entries into the dict they are given), with a built-in
+    # features extractor's name turned into its class.
+    built = resolve_policy_kwargs(pk, f"{where} policy_kwargs")
+    model = _construct(where, cls, env=env, seed=int(seed), policy_kwargs=built or None, verbose=0, **params)
     return Agent(spec, model, {**params, "policy_kwargs": pk}, seed)
 
 

@@ -7,7 +7,7 @@ noisy=True)`` is Rainbow). The registry exposes the canonical members as names:
 ===================  ===================================  ================================================
 registry name        class and defaults                   component
 ===================  ===================================  ================================================
-``DQN``              ``stable_baselines3.DQN``            Mnih et al. (2015)
+``DQN``              :class:`DQN` (SB3's, + settings)     Mnih et al. (2015)
 ``DQNFamily``        :class:`DQNFamily`                   all components off (= DQN), switch them on
 ``DoubleDQN``        ``DQNFamily(double=True)``           van Hasselt et al. (2016)
 ``DuelingDQN``       ``DQNFamily(dueling=True)``          Wang et al. (2016)
@@ -25,6 +25,11 @@ The defining computations are pure functions tested on hand-built batches: :func
 (max or double target), :func:`dueling_combine`, :class:`SumTree`, :func:`importance_weights` and
 :func:`annealed_beta` here; the distributional and noisy ones in :mod:`rlaudit.algorithms.dqn_components`.
 
+Every class here also takes the published-settings hyperparameters of :mod:`rlaudit.algorithms.dqn_settings`
+(``adam_eps``, ``exploration_schedule = "dopamine"`` with ``epsilon_decay_steps``, ``loss = "mse"`` for the
+expected-value heads, ``max_grad_norm = inf``), and builds the MinAtar network of
+:mod:`rlaudit.algorithms.networks` when ``policy_kwargs.features_extractor = "minatar"``.
+
 Everything runs on the CPU at MinAtar scale; the prioritized buffer's sum tree is vectorised over the
 batch (``O(batch * log capacity)`` numpy work per sample and per priority update).
 """
@@ -36,8 +41,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import sb3_contrib
+import stable_baselines3
 import torch as th
-from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.torch_layers import NatureCNN, create_mlp
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
@@ -54,6 +59,7 @@ from rlaudit.algorithms.dqn_components import (
     midpoint_taus,
     quantile_huber_loss,
 )
+from rlaudit.algorithms.dqn_settings import PublishedSettings, check_published_settings, optimizer_step, td_loss
 from rlaudit.errors import did_you_mean
 
 # --- the defining mathematics ------------------------------------------------------------------------
@@ -108,13 +114,16 @@ def importance_weights(probabilities: np.ndarray, n_stored: int, beta: float) ->
     return weights / weights.max()
 
 
-def annealed_beta(beta0: float, progress: float) -> float:
+def annealed_beta(beta0: float, progress: float, anneal: bool = True) -> float:
     """β annealed linearly from ``beta0`` at the start of training to 1 at its end.
 
     Args:
         beta0: initial exponent.
         progress: fraction of the training budget done, clipped to ``[0, 1]``.
+        anneal: ``False`` keeps β at ``beta0`` (Dopamine's fixed 0.5).
     """
+    if not anneal:
+        return beta0
     progress = min(max(progress, 0.0), 1.0)
     return beta0 + (1.0 - beta0) * progress
 
@@ -335,7 +344,60 @@ class FamilyCnnPolicy(FamilyPolicy):
         super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
 
 
-# --- the algorithm -------------------------------------------------------------------------------------
+# --- the algorithms ------------------------------------------------------------------------------------
+
+
+class DQN(PublishedSettings, stable_baselines3.DQN):
+    """stable-baselines3's DQN with the published-settings hyperparameters of :mod:`rlaudit.algorithms.dqn_settings`.
+
+    With the defaults (``loss = "huber"``, SB3's linear schedule, torch's Adam ε) it is SB3's DQN, bit for bit
+    (tested).
+
+    Args:
+        loss: ``"huber"`` (SB3's smooth L1, the default) or ``"mse"`` (the squared TD error, Dopamine's
+            ``loss_type = 'mse'``).
+        adam_eps, exploration_schedule, epsilon_decay_steps: see
+            :class:`~rlaudit.algorithms.dqn_settings.PublishedSettings`.
+    """
+
+    def __init__(self, policy: Any, env: Any, loss: str = "huber", **kwargs: Any) -> None:
+        check_published_settings({"loss": loss})
+        self.loss = loss
+        super().__init__(policy, env, **kwargs)
+
+    @staticmethod
+    def validate_hyperparams(hp: dict[str, Any]) -> None:
+        """Raise ``ValueError`` for invalid published-settings values."""
+        check_published_settings(hp)
+
+    def _expected_value_loss(self, replay_data: ReplayBufferSamples, discounts: th.Tensor | float,
+                             double: bool = False, reduction: str = "mean") -> tuple[th.Tensor, th.Tensor]:
+        """The TD loss of a batch (:func:`~rlaudit.algorithms.dqn_settings.td_loss`) and its TD errors
+        ``Q(s, a) - target``, shape ``(batch, 1)``."""
+        with th.no_grad():
+            next_q_target = self.q_net_target(replay_data.next_observations)
+            next_q_online = self.q_net(replay_data.next_observations) if double else None
+            target_q_values = q_learning_target(replay_data.rewards, replay_data.dones, discounts, next_q_target,
+                                                next_q_online)
+        current_q_values = th.gather(self.q_net(replay_data.observations), dim=1, index=replay_data.actions.long())
+        return td_loss(current_q_values, target_q_values, self.loss, reduction), current_q_values - target_q_values
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self.loss == "huber" and math.isfinite(self.max_grad_norm):
+            super().train(gradient_steps, batch_size)  # SB3's own update
+            return
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        losses = []
+        for _ in range(gradient_steps):
+            replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            loss, _ = self._expected_value_loss(replay_data, discounts)
+            optimizer_step(self, loss)
+            losses.append(loss.item())
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
 
 
 class DQNFamily(DQN):
@@ -354,7 +416,9 @@ class DQNFamily(DQN):
             ``learning_rate`` yourself if you want that.
         per_alpha: prioritisation exponent α >= 0.
         per_beta: initial importance-sampling exponent β in [0, 1], annealed linearly to 1 over the
-            ``total_timesteps`` of the ``learn`` call.
+            ``total_timesteps`` of the ``learn`` call (unless ``per_beta_anneal = false``).
+        per_beta_anneal: anneal β to 1 (the default, Schaul et al.); ``False`` keeps it at ``per_beta``
+            (Dopamine: 0.5).
         per_eps: ε > 0 added to ``|δ|``.
         distributional: ``"none"`` (expected Q-values, Huber loss), ``"c51"`` (categorical over
             ``n_atoms`` atoms on ``[v_min, v_max]``, cross-entropy to the projected target; Bellemare et al.
@@ -393,6 +457,7 @@ class DQNFamily(DQN):
         per_alpha: float = 0.6,
         per_beta: float = 0.4,
         per_eps: float = 1e-6,
+        per_beta_anneal: bool = True,
         distributional: str = "none",
         n_atoms: int = 51,
         v_min: float = -10.0,
@@ -420,6 +485,7 @@ class DQNFamily(DQN):
         self.per_alpha = float(per_alpha)
         self.per_beta = float(per_beta)
         self.per_eps = float(per_eps)
+        self.per_beta_anneal = bool(per_beta_anneal)
         self.distributional = distributional
         self.n_atoms, self.v_min, self.v_max, self.n_quantiles = int(n_atoms), float(v_min), float(v_max), int(n_quantiles)
         self.n_tau, self.n_tau_target, self.n_tau_act, self.n_cos = int(n_tau), int(n_tau_target), int(n_tau_act), int(n_cos)
@@ -452,8 +518,12 @@ class DQNFamily(DQN):
 
     @staticmethod
     def validate_hyperparams(hp: dict[str, Any]) -> None:
-        """Raise ``ValueError`` for invalid prioritized-replay, n-step, distributional or noisy settings."""
+        """Raise ``ValueError`` for invalid prioritized-replay, n-step, distributional, noisy or published settings."""
         check_per_params(hp.get("per_alpha", 0.6), hp.get("per_beta", 0.4), hp.get("per_eps", 1e-6))
+        check_published_settings(hp)
+        if hp.get("loss", "huber") != "huber" and hp.get("distributional", "none") != "none":
+            raise ValueError(f"loss = {hp['loss']!r} applies to expected-value heads only; distributional = "
+                             f"{hp['distributional']!r} has its own loss (leave loss unset)")
         counts = {"iqn_post_layers": 0, "n_steps": 1, "n_atoms": 2, "n_quantiles": 1, "n_tau": 1, "n_tau_target": 1, "n_tau_act": 1, "n_cos": 1}
         for name, least in counts.items():
             value = hp.get(name, least)
@@ -492,8 +562,8 @@ class DQNFamily(DQN):
             super()._setup_model()
 
     def current_beta(self) -> float:
-        """β at the current point of training (annealed from ``per_beta`` to 1)."""
-        return annealed_beta(self.per_beta, 1.0 - self._current_progress_remaining)
+        """β at the current point of training (annealed from ``per_beta`` to 1, or fixed at ``per_beta``)."""
+        return annealed_beta(self.per_beta, 1.0 - self._current_progress_remaining, self.per_beta_anneal)
 
     def _sample_action(self, *args: Any, **kwargs: Any) -> Any:
         if not self.noisy:
@@ -579,17 +649,9 @@ class DQNFamily(DQN):
             # Rainbow: the per-sample loss (KL / quantile loss) is the priority, not a TD error.
             priorities = elementwise
         else:
-            with th.no_grad():
-                next_q_target = self.q_net_target(replay_data.next_observations)
-                next_q_online = self.q_net(replay_data.next_observations) if self.double else None
-                target_q_values = q_learning_target(
-                    replay_data.rewards, replay_data.dones, discounts, next_q_target, next_q_online
-                )
-            current_q_values = self.q_net(replay_data.observations)
-            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
-            if self.prioritized:
-                elementwise = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none").reshape(-1)
-                priorities = current_q_values - target_q_values
+            loss, priorities = self._expected_value_loss(replay_data, discounts, self.double,
+                                                         "none" if self.prioritized else "mean")
+            elementwise = loss.reshape(-1)
 
         if self.prioritized:
             weights = th.as_tensor(batch.weights, dtype=elementwise.dtype, device=self.device)
@@ -597,18 +659,13 @@ class DQNFamily(DQN):
             self.replay_buffer.update_priorities(batch.indices, priorities.detach().cpu().numpy().ravel())
         elif self.distributional != "none":
             loss = elementwise.mean()
-        else:
-            loss = F.smooth_l1_loss(current_q_values, target_q_values)
 
-        self.policy.optimizer.zero_grad()
-        loss.backward()
-        th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-        self.policy.optimizer.step()
+        optimizer_step(self, loss)
         return loss.item()
 
 
-class QRDQN(sb3_contrib.QRDQN):
-    """sb3-contrib's QR-DQN with the number of quantiles as a hyperparameter.
+class QRDQN(PublishedSettings, sb3_contrib.QRDQN):
+    """sb3-contrib's QR-DQN with the number of quantiles and the published settings as hyperparameters.
 
     ``n_quantiles = 200`` is the original setting (Dabney et al. 2018) and sb3-contrib's default; the
     quantile head's cost grows with it (about 15x DQN's wall time on MinAtar with an MLP at 200), so
@@ -616,6 +673,8 @@ class QRDQN(sb3_contrib.QRDQN):
 
     Args:
         n_quantiles: number of quantiles of the return distribution (>= 1).
+        adam_eps, exploration_schedule, epsilon_decay_steps: see
+            :class:`~rlaudit.algorithms.dqn_settings.PublishedSettings`.
     """
 
     def __init__(self, policy: Any, env: Any, n_quantiles: int = 200, **kwargs: Any) -> None:
@@ -630,13 +689,15 @@ class QRDQN(sb3_contrib.QRDQN):
 
     @staticmethod
     def validate_hyperparams(hp: dict[str, Any]) -> None:
-        """Raise ``ValueError`` for an invalid ``n_quantiles``."""
+        """Raise ``ValueError`` for an invalid ``n_quantiles`` or published-settings value."""
         n = hp.get("n_quantiles", 200)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"n_quantiles must be an integer >= 1, got {n!r}")
+        check_published_settings(hp)
 
 
 __all__ = [
+    "DQN",
     "DQNFamily",
     "DuelingQNetwork",
     "FamilyCnnPolicy",

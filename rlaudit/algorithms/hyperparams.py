@@ -44,6 +44,9 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
     "gradient_steps": ("-1 (as many as env steps) or at least 0", lambda v: v >= -1),
 }
 
+# Hyperparameters for which ``inf`` (TOML ``inf``) means "none": no gradient clipping.
+INFINITE_OK = frozenset({"max_grad_norm"})
+
 # Constructor parameters of an SB3 policy that rlaudit (SB3) fills in, not the protocol.
 POLICY_PLUMBING = frozenset({"self", "observation_space", "action_space", "lr_schedule"})
 
@@ -166,7 +169,7 @@ def _expected(p: inspect.Parameter) -> Any:
 
 def _check_type(name: str, p: inspect.Parameter, value: Any, where: str, owner: str) -> None:
     at = f"{where}.{name}"
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value) and not (value == math.inf and name in INFINITE_OK):
         raise InputError(f"{at}: must be a finite number for {owner}, got {value!r}")
     expected = _expected(p)
     if not accepts(expected, value):
@@ -322,7 +325,16 @@ def check_policy_kwargs(cls: type, policy: Any, policy_kwargs: Mapping[str, Any]
         return
     policy_cls = aliases.get(policy if isinstance(policy, str) else "MlpPolicy") or next(iter(aliases.values()))
     params, closed = annotated_parameters(policy_cls, exclude=POLICY_PLUMBING)
+    if "features_extractor" in policy_kwargs and "features_extractor_class" in params:
+        from rlaudit.algorithms.networks import check_features_extractor, features_extractor_class
+
+        check_features_extractor(policy_kwargs, where)
+        # its keyword arguments are checked against the named class, not the policy's default one
+        params = {**params, "features_extractor_class": params["features_extractor_class"].replace(
+            default=features_extractor_class(policy_kwargs["features_extractor"], where))}
     for name, value in policy_kwargs.items():
+        if name == "features_extractor" and "features_extractor_class" in params:
+            continue
         if name not in params:
             if not closed:
                 continue

@@ -347,7 +347,8 @@ _DISCRETE = ("discrete",)
 _BUILTINS: list[tuple[str, str, tuple[str, ...], dict[str, Any], str]] = [
     ("PPO", "stable_baselines3:PPO", _ALL, {}, "Proximal Policy Optimization (stable-baselines3)"),
     ("A2C", "stable_baselines3:A2C", _ALL, {}, "Advantage Actor-Critic (stable-baselines3)"),
-    ("DQN", "stable_baselines3:DQN", _DISCRETE, {}, "Deep Q-Network (stable-baselines3)"),
+    ("DQN", "rlaudit.algorithms.dqn_family:DQN", _DISCRETE, {},
+     "Deep Q-Network (stable-baselines3's, with Adam eps, Dopamine's epsilon schedule and MSE loss as options)"),
     ("SAC", "stable_baselines3:SAC", _BOX, {}, "Soft Actor-Critic (stable-baselines3)"),
     ("TD3", "stable_baselines3:TD3", _BOX, {}, "Twin Delayed DDPG (stable-baselines3)"),
     ("DDPG", "stable_baselines3:DDPG", _BOX, {}, "Deep Deterministic Policy Gradient (stable-baselines3)"),

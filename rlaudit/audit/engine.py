@@ -26,6 +26,7 @@ import pandas as pd
 
 from rlaudit import __version__
 from rlaudit.audit import calibration
+from rlaudit.audit.learning import claim_notes, learning_doc
 from rlaudit.audit.checklist import (check_budgets, check_eval_protocol, check_normalization, check_runs,
                                      check_data_shape, check_score_kind, check_sweep, check_tasks)
 from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
@@ -87,6 +88,10 @@ class Selection:
     it applies (references of the audited tasks, for ``minmax``/``atari``); ``{}`` for raw scores."""
     shapes: list = field(default_factory=list)
     """Data shapes found in ``sets`` (:func:`rlaudit.audit.calibration.detect_shapes`)."""
+    random_refs: dict = field(default_factory=dict)
+    """Task -> the random policy's raw score, when the normalisation's low ends are random-policy scores."""
+    random_source: str = ""
+    """Where those scores come from, in words."""
 
     @property
     def df_scale(self) -> float:
@@ -129,7 +134,18 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     raw_sets, _ = _score_sets(raw_audited, table.algorithms, budgets, tasks)
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
     return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
-                     findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks))
+                     findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks),
+                     **_random_references(norm, tasks))
+
+
+def _random_references(norm, tasks: list[str]) -> dict:
+    """``random_refs`` and ``random_source`` of a :class:`Selection` from a normalisation whose low ends are the
+    random policy's scores (else none)."""
+    if norm is None or not getattr(norm, "low_is_random", False):
+        return {}
+    refs = {t: float(pair[0]) for t in tasks if (pair := norm.reference_for(t))}
+    source = norm.source or ("Atari-57 random-policy scores (DQN Zoo)" if norm.method == "atari" else "")
+    return {"random_refs": refs, "random_source": source}
 
 
 def _set_aside_single_run(table: ScoreTable) -> tuple[ScoreTable, pd.DataFrame]:
@@ -593,14 +609,18 @@ def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families
     main = settings.metric
     inversions, crossovers, sensitivity = budget_findings(sel, families, main)
     cal = calibration_doc(sel, settings)
+    learning = learning_doc(per_task, sel.random_refs, sel.random_source, sel.budgets, sel.tasks, sel.sets, main,
+                            settings.reps_pairwise, settings.seed, settings.confidence, settings.gamma)
+    verdicts = claim_verdicts(sel, families, claims, main)
+    if learning:
+        verdicts = claim_notes(verdicts, learning["cells"], len(sel.tasks))
     return AuditResult(
         rlaudit_version=__version__, created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         source=source_doc(source, sel.table), data=data_doc(sel, source),
         settings=settings_doc(sel, settings, boot.metrics, boot.reps, cal), budgets=sel.budgets,
         aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
         crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
-        profiles=profile_rows, per_task=per_task, claims=claim_verdicts(sel, families, claims, main),
-        checklist=checklist(sel, cal))
+        profiles=profile_rows, per_task=per_task, claims=verdicts, checklist=checklist(sel, cal), learning=learning)
 
 
 def _floats(a) -> list[float]:
@@ -615,10 +635,21 @@ def where_of(table: ScoreTable, source) -> str:
 
 
 def source_doc(source, table: ScoreTable) -> dict:
-    """``audit.json`` ``source``: ``{path, protocol, title, citation}``."""
+    """``audit.json`` ``source``: ``{path, protocol, title, citation}``, plus ``settings_vs_published`` (the
+    protocol's declared sources and deviations) and ``suites`` (task -> suite) when the protocol gives them."""
     if source is None:
         return {"path": table.meta.source or None, "protocol": None, "title": None, "citation": None}
     if isinstance(source, str):
         return {"path": source, "protocol": None, "title": None, "citation": None}
-    return {"path": str(getattr(source, "path", "")) or None, "protocol": getattr(source, "protocol", None),
-            "title": getattr(source, "title", None), "citation": getattr(source, "citation", None)}
+    doc = {"path": str(getattr(source, "path", "")) or None, "protocol": getattr(source, "protocol", None),
+           "title": getattr(source, "title", None), "citation": getattr(source, "citation", None)}
+    settings = list(getattr(source, "settings", ()) or ())
+    if settings:
+        doc["settings_vs_published"] = settings
+    suites = dict(getattr(source, "suites", {}) or {})
+    if suites:
+        doc["suites"] = suites
+    fidelity = list(getattr(source, "fidelity", ()) or ())
+    if fidelity:
+        doc["fidelity"] = fidelity
+    return doc

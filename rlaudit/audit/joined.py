@@ -123,9 +123,10 @@ def published_agreement(joined: ScoreTable, mapping: dict[str, str], published_d
                               "n_tasks_rerun": n_rer,
                               "published_ranking": _ranking(agents, pp, metric),
                               "rerun_ranking": _ranking(agents, rp, metric)})
+    suites = {"published": published_info.get("published_suite"), "rerun": published_info.get("suite")}
     return {
         "published": {"protocol": published_info.get("protocol"), "name": published_info.get("name"),
-                      "title": published_info.get("title"), "budgets": pub_budgets,
+                      "title": published_info.get("title"), "suite": suites["published"], "budgets": pub_budgets,
                       "budget_unit": published_doc["data"].get("budget_unit"),
                       "normalization": published_doc["data"].get("normalization")},
         "rerun": {"suite": published_info.get("suite"), "budgets": rerun_budgets,
@@ -136,11 +137,30 @@ def published_agreement(joined: ScoreTable, mapping: dict[str, str], published_d
         "not_rerun": [p for p in published_agents if p not in live],
         "caveat": CAVEAT.format(published=published_info.get("implementation") or "published implementation",
                                 suite=published_info.get("suite") or "rerun suite"),
+        "suite_change": suite_change(suites["published"], suites["rerun"]),
         "method": METHOD.format(metric=metric, confidence=confidence, reps=reps, seed=seed),
         "orderings": orderings,
         "summary": summarize(orderings, rerun_budgets),
         "rank_agreement": ranks,
     }
+
+
+def suite_change(published: str | None, rerun: str | None) -> dict:
+    """``{published, rerun, differs, note}``: whether the rerun changes the suite as well as the budget.
+
+    ``differs`` is ``None`` when the published suite is not known.
+    """
+    differs = None if not published or not rerun else published.strip().lower() != rerun.strip().lower()
+    if differs:
+        note = (f"The published runs are on {published} and the rerun on {rerun}: an ordering that differs from the "
+                f"published one can come from the change of suite as well as of budget. Orderings reversed between "
+                f"the rerun's own budgets are on one suite ({rerun}) and are reported separately.")
+    elif differs is None:
+        note = ("The published runs' suite is not recorded (the published protocol's [rerun] has no "
+                "published_suite), so whether the rerun also changes the suite is not known.")
+    else:
+        note = f"Both sides are on {rerun}: a difference from the published ordering comes from the budget or the code."
+    return {"published": published, "rerun": rerun, "differs": differs, "note": note}
 
 
 def _ranking(agents: list[str], point: np.ndarray, metric: str) -> list[str]:

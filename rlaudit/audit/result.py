@@ -93,6 +93,9 @@ class AuditResult:
     """Claim verdicts."""
     checklist: list[dict] = field(default_factory=list)
     """Checklist findings on the data."""
+    learning: dict = field(default_factory=dict)
+    """Which (task, budget) cells any algorithm has learned, against a random-policy reference
+    (:mod:`rlaudit.audit.learning`); ``{}`` when the scores have none."""
     schema_version: int = SCHEMA_VERSION
     """``audit.json`` schema version."""
 

@@ -624,6 +624,11 @@ class PublishedAgreement:
     orderings: tuple[PublishedOrdering, ...]
     summary: tuple[AgreementCount, ...]
     ranks: tuple[RankAgreement, ...]
+    published_suite: str | None = None
+    """The published runs' suite (``None``: not recorded)."""
+    suite_note: str = ""
+    """Whether the rerun changes the suite as well as the budget (``suite_change.note``)."""
+    suite_differs: bool | None = None
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "audit.json") -> PublishedAgreement:
@@ -665,4 +670,6 @@ class PublishedAgreement:
                    rerun_budgets=rer("budgets", _INTS),
                    rerun_unit=rer("budget_unit", _str, None), metric=top("metric"), mapping=tuple(mapping),
                    not_rerun=top("not_rerun", _STRS, ()), caveat=top("caveat"),
-                   method=top("method"), orderings=tuple(orderings), summary=tuple(summary), ranks=tuple(ranks))
+                   method=top("method"), orderings=tuple(orderings), summary=tuple(summary), ranks=tuple(ranks),
+                   published_suite=pub("suite", _str, None), suite_note=str((doc.get("suite_change") or {}).get("note") or ""),
+                   suite_differs=(doc.get("suite_change") or {}).get("differs"))

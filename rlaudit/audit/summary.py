@@ -75,6 +75,11 @@ def render_summary(result: AuditResult, console: Console | None = None, max_rows
     for f in typed.checklist:  # an incomplete sweep qualifies everything below it: say so before any of it
         if f.id == "incomplete-sweep":
             console.print(Text(f"[{f.severity}] ", style="yellow") + Text(f.message))
+    gone = (getattr(result, "learning", None) or {}).get("nothing_learned") or []
+    if gone:  # orderings on these cells compare play at random level
+        cells = ", ".join(f"{c['task']} at {format_budget(c['budget'])}" for c in gone)
+        console.print(Text("[warning] ", style="yellow") + Text(f"nothing learned yet (no algorithm's per-task interval "
+                                                                f"above the random policy's score): {cells}"))
 
     agg = typed.aggregate_index()
     rank1 = {(r.budget, r.algorithm): r.probs[0] for r in typed.rank_distribution if r.metric == metric and r.probs}

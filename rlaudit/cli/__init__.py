@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("rlaudit.cli.audit_cmd:audit", "Audit scores: aggregates, orderings, inversions, claims."),
     "report": ("rlaudit.cli.report_cmd:report", "Write an audit report (HTML, Markdown, LaTeX, JSON)."),
     "algorithms": ("rlaudit.cli.algorithms_cmd:algorithms", "List registered algorithms or show one."),
+    "fidelity": ("rlaudit.cli.fidelity_cmd:fidelity", "Run a built-in against an independent implementation."),
 }
 
 

@@ -19,25 +19,29 @@ def _fmt(value) -> str:
         return repr(value)
 
 
-def _rows() -> list[tuple[str, str, str, str, str, str]]:
+def _rows() -> list[tuple[str, str, str, str, str, str, str]]:
     from rlaudit.algorithms import list_specs
+    from rlaudit.fidelity.status import FidelityStatus, load_status, status_text
 
+    statuses = load_status()
     rows = []
     for spec in list_specs():
         backends = ",".join(spec.backends)
+        fidelity = status_text(statuses.get(spec.name, FidelityStatus(spec.name, "not checked"))) \
+            if not spec.is_plugin else "-"
         try:
-            rows.append((spec.name, spec.kind, ",".join(sorted(spec.action_spaces)), backends, spec.source,
+            rows.append((spec.name, spec.kind, ",".join(sorted(spec.action_spaces)), backends, spec.source, fidelity,
                          spec.description))
         except InputError as exc:  # a broken plugin is listed, not fatal
-            rows.append((spec.name, "?", "?", backends, spec.source, f"cannot load: {exc}"))
+            rows.append((spec.name, "?", "?", backends, spec.source, fidelity, f"cannot load: {exc}"))
     return rows
 
 
 def _print_list() -> None:
-    rows = [("NAME", "KIND", "ACTION SPACES", "BACKENDS", "SOURCE", "DESCRIPTION"), *_rows()]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    rows = [("NAME", "KIND", "ACTION SPACES", "BACKENDS", "SOURCE", "FIDELITY", "DESCRIPTION"), *_rows()]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5])
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + row[6])
 
 
 @click.group(invoke_without_command=True)
@@ -69,6 +73,12 @@ def show(name: str) -> None:
     click.echo(f"source:        {spec.source}")
     click.echo(f"action spaces: {', '.join(sorted(spec.action_spaces))}")
     click.echo(f"backends:      {', '.join(spec.backends)} (protocol field `backend`; docs/backends.md)")
+    if not spec.is_plugin:
+        from rlaudit.fidelity.status import fidelity_status, status_text
+
+        status = fidelity_status(spec.name)
+        click.echo(f"fidelity:      {status_text(status)}" + (f" ({status.reference_version}; {status.detail})"
+                                                              if status.checked else ""))
     click.echo("hyperparameters (* = rlaudit default, overriding the class's):")
     width = max((len(k) for k in params), default=0)
     for key, value in params.items():

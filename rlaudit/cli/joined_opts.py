@@ -77,11 +77,23 @@ def with_published(result, scores: str, published: str | None, data_dir=None, no
         {"protocol": str(published), "name": protocol.name, "title": protocol.title,
          "implementation": (protocol.rerun or {}).get("implementation")
                            or f"{protocol.data.get('format')} data of {protocol.name}",
-         "suite": (rerun_of or {}).get("suite") or doc["source"].get("protocol") or str(scores)},
+         "suite": (rerun_of or {}).get("suite") or doc["source"].get("protocol") or str(scores),
+         "published_suite": published_suite(protocol)},
         reps=int(settings.get("reps_pairwise", 2000)), seed=int(settings.get("seed", 0)),
         confidence=float(settings.get("confidence", 0.95)))
     doc["published_agreement"] = agreement
     return doc
+
+
+def published_suite(protocol) -> str | None:
+    """The suite of a published protocol's runs: its ``[rerun] published_suite``, else ``atari`` for data
+    normalised with the Atari references, else unknown (``None``)."""
+    suite = (protocol.rerun or {}).get("published_suite")
+    if suite:
+        return str(suite)
+    norm = protocol.normalization
+    method = norm.get("method") if isinstance(norm, dict) else norm
+    return "atari" if isinstance(method, str) and method.strip().lower() == "atari" else None
 
 
 def _normalized(source, flag):

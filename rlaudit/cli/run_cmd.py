@@ -46,6 +46,9 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
          + (f", also every {ev.eval_every:,} steps" if ev.eval_every else ""))
     if p.run_timeout:
         echo(f"  run timeout: {format_duration(p.run_timeout)} per run (a run past it is stopped, recorded timed out)")
+    from rlaudit.protocol.provenance import describe
+
+    describe(p, echo)
     total_steps = sum(s.total_steps for s in specs)
     n_nested = sum(1 for s in specs if s.regime_kind == "nested")
     echo(f"plan: {len(specs)} runs ({n_nested} nested, {len(specs) - n_nested} separate), "

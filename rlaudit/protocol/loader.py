@@ -24,16 +24,17 @@ from pathlib import Path
 
 from rlaudit.errors import InputError, did_you_mean
 from rlaudit.io import existing_file, loads_nested
+from rlaudit.protocol.provenance import hyperparam_checker, parse_deviations, parse_source
 from rlaudit.protocol.schema import (SCHEMA_VERSION, Algorithm, AuditSection, Evaluation, Protocol, Regime,
                                      RegimeOverride, Task)
 from rlaudit.scores import BUDGET_MAX
 
 TOP_KEYS = ("schema_version", "name", "title", "description", "citation", "seeds", "budget", "regimes", "tasks",
             "algorithms", "evaluation", "data", "normalization", "audit", "claims", "rerun", "rerun_of", "run_timeout",
-            "backend")
+            "source", "deviations", "backend")
 RERUN_KEYS = ("seeds", "regimes", "tasks", "algorithms", "evaluation")
 TASK_KEYS = ("id", "suite", "kwargs", "max_episode_steps")
-ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes", "backend")
+ALGO_KEYS = ("name", "label", "hyperparams", "policy_kwargs", "regimes", "source", "deviations", "backend")
 OVERRIDE_KEYS = ("hyperparams", "policy_kwargs")
 REGIME_KEYS = ("budget", "mode")
 EVAL_KEYS = ("n_eval_episodes", "deterministic", "epsilon", "eval_every", "max_episode_steps", "eval_seed_offset")
@@ -163,13 +164,18 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
 
     _delegate("rlaudit.protocol.rerun", "check_sections", doc, published, where)  # [rerun] / [rerun_of]
     canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
+    if isinstance(canonical["algorithms"], list):  # provenance describes the runs, it does not change them
+        canonical["algorithms"] = [{k: v for k, v in a.items() if k not in ("source", "deviations")}
+                                   if isinstance(a, dict) else a for a in canonical["algorithms"]]
     if "backend" in doc:  # only when given, so that the hashes of protocols without it stay what they were
         canonical["backend"] = doc["backend"]
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+    provenance = {"source": parse_source(doc.get("source"), f"{where}: source"),
+                  "deviations": parse_deviations(doc.get("deviations"), f"{where}: deviations")}
     return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
                     description=description, citation=citation, run_timeout=run_timeout, budget_unit=unit, data=data,
                     normalization=normalization, audit=audit, claims=claims, rerun=doc.get("rerun"),
-                    rerun_of=doc.get("rerun_of"), **protocol_fields)
+                    rerun_of=doc.get("rerun_of"), **provenance, **protocol_fields)
 
 
 # ------------------------------------------------------------------------------------------- sections
@@ -230,9 +236,12 @@ def _rerun_fields(doc: dict, where: str) -> dict:
         if "label" in a and not label.strip():
             raise InputError(f"{at}.label: {label!r} is blank; a label names the algorithm in the score table "
                              f"and reports (leave it out to use {name!r})")
-        algorithms.append(Algorithm(name=name, label=label or name,
-                                    hyperparams=_dict(a, "hyperparams", at),
-                                    policy_kwargs=_dict(a, "policy_kwargs", at), regimes=overrides, backend=backend))
+        hp, pk = _dict(a, "hyperparams", at), _dict(a, "policy_kwargs", at)
+        algorithms.append(Algorithm(name=name, label=label or name, hyperparams=hp, policy_kwargs=pk,
+                                    regimes=overrides, source=parse_source(a.get("source"), f"{at}.source"),
+                                    deviations=parse_deviations(a.get("deviations"), f"{at}.deviations",
+                                                                hyperparam_checker(name, hp, pk, at)),
+                                    backend=backend))
     seen_labels: dict[str, str] = {}
     for a in algorithms:
         key = unicodedata.normalize("NFC", a.label)  # "Café" typed and pasted (NFC / NFD) reads the same

@@ -22,13 +22,16 @@ import re
 from dataclasses import dataclass, field
 
 from rlaudit.errors import InputError, did_you_mean
+from rlaudit.protocol.provenance import hyperparam_checker, parse_deviations, parse_source
 from rlaudit.scores import BUDGET_MAX, exact_whole
 
 RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperparams", "policy_kwargs", "note",
-              "implementation", "agents", "suites")
-AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note")
-SUITE_KEYS = ("reference_steps", "tasks", "budgets", "policy_kwargs", "hyperparams", "evaluation", "normalization",
-              "note")
+              "implementation", "agents", "suites", "published_suite")
+AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note", "source",
+              "deviations")
+SUITE_KEYS = ("reference_steps", "tasks", "task_kwargs", "budgets", "policy_kwargs", "hyperparams", "evaluation",
+              "normalization", "note", "source", "deviations", "agents")
+SUITE_AGENT_KEYS = ("hyperparams", "policy_kwargs", "source", "deviations", "note")
 RERUN_OF_KEYS = ("protocol", "name", "hash", "suite", "agents")
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
@@ -50,6 +53,31 @@ class RerunAgent:
     """``policy_kwargs`` (e.g. ``optimizer_kwargs``), merged over the suite's."""
     note: str = ""
     """What differs from the published agent, or why it cannot be rerun."""
+    source: tuple = ()
+    """Where the published agent's settings come from (:class:`~rlaudit.protocol.provenance.SourceRef`)."""
+    deviations: tuple = ()
+    """Settings of the rerun that differ from that source (:class:`~rlaudit.protocol.provenance.Deviation`)."""
+
+
+@dataclass(frozen=True)
+class SuiteAgent:
+    """``[rerun.suites.<suite>.agents.<published agent>]``: an agent's own settings on one suite.
+
+    Where a suite has published settings of its own (MinAtar: Obando-Ceron & Castro 2021), they replace the
+    scaled ones; their ``source`` and ``deviations`` then replace the agent's, which describe the published
+    suite's settings.
+    """
+
+    hyperparams: dict = field(default_factory=dict)
+    """Hyperparameters replacing the scaled and the suite's ones (not scaled)."""
+    policy_kwargs: dict = field(default_factory=dict)
+    """``policy_kwargs`` merged over the suite's and the agent's."""
+    source: tuple = ()
+    """Where this suite's settings of the agent come from."""
+    deviations: tuple = ()
+    """Differences from that source."""
+    note: str = ""
+    """Why these settings."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +102,14 @@ class RerunSuite:
     """``[normalization]`` of the generated protocol (``None``: raw scores)."""
     note: str = ""
     """Why these settings."""
+    source: tuple = ()
+    """Where the suite's shared settings come from (the generated protocol's top-level ``source``)."""
+    deviations: tuple = ()
+    """Differences shared by every agent on this suite (top-level ``deviations`` of the generated protocol)."""
+    agents: dict = field(default_factory=dict)
+    """Per published agent: its :class:`SuiteAgent` settings on this suite."""
+    task_kwargs: dict = field(default_factory=dict)
+    """Keyword arguments of every task on this suite (MinAtar: ``use_minimal_action_set``, ``clip_reward``)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +136,9 @@ class RerunSection:
     """What the rerun changes, in words."""
     implementation: str = ""
     """The published implementation, in words (e.g. ``"Dopamine (JAX / TensorFlow)"``), for the report's caveat."""
+    published_suite: str = ""
+    """The suite the published runs were trained on (``atari``): a rerun on another suite changes the suite as
+    well as the budget, and the joined audit says so."""
 
     @property
     def runnable(self) -> tuple[RerunAgent, ...]:
@@ -171,8 +210,10 @@ def parse_section(raw, where: str) -> RerunSection:
         label = _string(a, "label", at) or algorithm or published
         if algorithm is not None and not _SLUG.match(label):
             raise InputError(f"{at}.label: {label!r} must be a slug (letters, digits, '-', '_', '.'); it names runs")
-        agents.append(RerunAgent(published, algorithm if runnable else None, label, _dict(a, "hyperparams", at),
-                                 _dict(a, "policy_kwargs", at), _string(a, "note", at)))
+        hp, pk = _dict(a, "hyperparams", at), _dict(a, "policy_kwargs", at)
+        agents.append(RerunAgent(published, algorithm if runnable else None, label, hp, pk, _string(a, "note", at),
+                                 parse_source(a.get("source"), f"{at}.source"),
+                                 _deviations(a.get("deviations"), f"{at}.deviations", algorithm, hp, pk)))
     for what, values in (("published", [a.published for a in agents]),
                          ("label", [a.label for a in agents if a.algorithm])):
         dup = next((v for v in values if values.count(v) > 1), None)
@@ -194,13 +235,31 @@ def parse_section(raw, where: str) -> RerunSection:
             raise InputError(f"{at}.budgets: must be a non-empty list of budgets (env steps)")
         budgets = _increasing([_int_budget(b, f"{at}.budgets") for b in budgets], f"{at}.budgets")
         norm = s.get("normalization")
+        by_name = {a.published: a for a in agents}
+        suite_agents = {}
+        for pname, sa in _dict(s, "agents", at).items():
+            sat = f"{at}.agents.{pname}"
+            if pname not in by_name:
+                raise InputError(f"{sat}: no published agent {pname!r} in [[rerun.agents]]"
+                                 f"{did_you_mean(pname, by_name)}")
+            sa = _table(sa, sat)
+            _keys(sa, SUITE_AGENT_KEYS, sat)
+            hp, pk = _dict(sa, "hyperparams", sat), _dict(sa, "policy_kwargs", sat)
+            base = by_name[pname]
+            suite_agents[pname] = SuiteAgent(hp, pk, parse_source(sa.get("source"), f"{sat}.source"),
+                                             _deviations(sa.get("deviations"), f"{sat}.deviations", base.algorithm,
+                                                         {**base.hyperparams, **hp}, {**base.policy_kwargs, **pk}),
+                                             _string(sa, "note", sat))
         suites[name] = RerunSuite(name, _positive(s, "reference_steps", at, required=True), tuple(tasks), budgets,
                                   _dict(s, "policy_kwargs", at), _dict(s, "hyperparams", at),
                                   _dict(s, "evaluation", at), _table(norm, f"{at}.normalization") if norm else None,
-                                  _string(s, "note", at))
+                                  _string(s, "note", at), parse_source(s.get("source"), f"{at}.source"),
+                                  parse_deviations(s.get("deviations"), f"{at}.deviations"), suite_agents,
+                                  _dict(s, "task_kwargs", at))
     return RerunSection(reference, tuple(scaled), _positive(d, "exploration_steps", where), seeds,
                         _dict(d, "hyperparams", where), _dict(d, "policy_kwargs", where), tuple(agents), suites,
-                        _string(d, "note", where), _string(d, "implementation", where))
+                        _string(d, "note", where), _string(d, "implementation", where),
+                        _string(d, "published_suite", where))
 
 
 def section_of(protocol) -> RerunSection:
@@ -337,7 +396,20 @@ def scaled_settings(section: RerunSection, agent: RerunAgent, suite: RerunSuite,
         hp["exploration_fraction"] = min(1.0, steps / largest)
     hp.update(suite.hyperparams)
     pk = {**section.policy_kwargs, **suite.policy_kwargs, **agent.policy_kwargs}
+    own = suite.agents.get(agent.published)
+    if own is not None:
+        hp.update(own.hyperparams)
+        pk.update(own.policy_kwargs)
     return hp, pk
+
+
+def provenance_of(agent: RerunAgent, suite: RerunSuite) -> tuple[tuple, tuple]:
+    """``(source, deviations)`` of ``agent`` rerun on ``suite``: the suite's own published settings of the agent
+    when it has them (:class:`SuiteAgent` with a source), else the agent's."""
+    own = suite.agents.get(agent.published)
+    if own is not None and own.source:
+        return own.source, own.deviations
+    return agent.source, agent.deviations + (own.deviations if own is not None else ())
 
 
 def render_protocol(published, section: RerunSection, suite: RerunSuite, budgets: tuple[int, ...],
@@ -351,17 +423,29 @@ def render_protocol(published, section: RerunSection, suite: RerunSuite, budgets
              "schema_version = 1", f"name = {_toml(name)}",
              f"title = {_toml('Rerun on ' + suite.name + ': ' + (published.title or published.name))}",
              f"description = {_toml(' '.join(x for x in (section.note, suite.note) if x))}",
-             f"citation = {_toml(published.citation)}", f"seeds = {n_seeds}", "",
+             f"citation = {_toml(published.citation)}", f"seeds = {n_seeds}"]
+    if suite.source:
+        lines.append(f"source = {_toml([x.text for x in suite.source])}")
+    if suite.deviations:
+        lines.append(f"deviations = {_toml([d.to_dict() for d in suite.deviations])}")
+    lines += ["",
              "[rerun_of]", f"protocol = {_toml(published.path)}", f"name = {_toml(published.name)}",
              f"hash = {_toml(published.hash)}", f"suite = {_toml(suite.name)}",
              f"agents = {_toml({a.label: a.published for a in section.runnable})}", "", "[regimes]"]
     lines += [f"{_toml(budget_name(b))} = {b}" for b in budgets]
     for t in suite.tasks:
         lines += ["", "[[tasks]]", f"id = {_toml(t)}", f"suite = {_toml(suite.name)}"]
+        if suite.task_kwargs:
+            lines.append(f"kwargs = {_toml(suite.task_kwargs)}")
     for a in section.runnable:
         hp, pk = scaled_settings(section, a, suite, max(budgets))
         lines += ["", "[[algorithms]]", f"name = {_toml(a.algorithm)}", f"label = {_toml(a.label)}",
                   f"hyperparams = {_toml(hp)}", f"policy_kwargs = {_toml(pk)}"]
+        source, deviations = provenance_of(a, suite)
+        if source:
+            lines.append(f"source = {_toml([x.text for x in source])}")
+        if deviations:
+            lines.append(f"deviations = {_toml([d.to_dict() for d in deviations])}")
     if suite.evaluation:
         lines += ["", "[evaluation]"] + [f"{k} = {_toml(v)}" for k, v in suite.evaluation.items()]
     if suite.normalization:
@@ -409,6 +493,12 @@ def _toml(v) -> str:
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(x)}" for k, x in v.items()) + " }"
     raise InputError(f"cannot write {v!r} ({type(v).__name__}) into a protocol")
+
+
+def _deviations(value, where: str, algorithm: str | None, hyperparams: dict, policy_kwargs: dict) -> tuple:
+    """Deviations of a rerun agent: setting names, or the algorithm's hyperparameters when it has one."""
+    known = hyperparam_checker(algorithm, hyperparams, policy_kwargs, where.rsplit(".", 1)[0]) if algorithm else None
+    return parse_deviations(value, where, known)
 
 
 def _keys(d: dict, allowed, where: str) -> None:

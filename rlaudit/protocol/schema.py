@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rlaudit.protocol.provenance import Deviation, SourceRef
+
 SCHEMA_VERSION = 1
 """The protocol-file schema version this rlaudit reads."""
 
@@ -51,6 +53,10 @@ class Algorithm:
     """``policy_kwargs`` passed to the policy (e.g. ``{net_arch = [64, 64]}``)."""
     regimes: dict[str, RegimeOverride] = field(default_factory=dict)
     """Per-regime overrides, by regime name."""
+    source: tuple[SourceRef, ...] = ()
+    """Where the settings come from (``source = "owner/repo@commit:path"``, a paper and table, …); not hashed."""
+    deviations: tuple[Deviation, ...] = ()
+    """Settings that differ from the source, each with its published value, its value here and why; not hashed."""
     backend: str = "sb3"
     """What trains its runs (``rlaudit.run.backends``): the entry's ``backend``, else the protocol's top-level
     ``backend``, else ``sb3``. One backend for all of an entry's seeds and regimes."""
@@ -168,6 +174,11 @@ class Protocol:
     rerun_of: dict | None = None
     """``[rerun_of]`` of a rerun protocol generated from a published one: ``{protocol, name, hash, suite,
     agents = {rerun label: published agent}}``."""
+    source: tuple[SourceRef, ...] = ()
+    """Top-level ``source``: where the settings shared by every algorithm come from (not hashed)."""
+    deviations: tuple[Deviation, ...] = ()
+    """Top-level ``[[deviations]]``: differences from the source shared by every algorithm (suite, evaluation,
+    budget, seeds); not hashed."""
 
     @property
     def is_published(self) -> bool:

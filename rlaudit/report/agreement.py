@@ -40,6 +40,11 @@ class Agreement:
     """``{budget, holds, reversed, inconclusive, not_rerun}`` per rerun budget (budget in human form)."""
     ranks: tuple[dict, ...]
     """``{published_budget, rerun_budget, tau, ci, published_ranking, rerun_ranking}`` (strings)."""
+    published_suite: str | None = None
+    """The published runs' suite (``None``: not recorded)."""
+    suite_note: str = ""
+    """Whether the rerun changes the suite as well as the budget, in words."""
+    suite_differs: bool | None = None
 
 
 def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | None:
@@ -73,7 +78,8 @@ def build_agreement(doc: dict | None, where: str = "audit.json") -> Agreement | 
     return Agreement(published=f"{pa.name} ({pa.protocol})", suite=str(pa.suite), caveat=pa.caveat,
                      method=pa.method, metric=pa.metric, mapping=pa.mapping, not_rerun=pa.not_rerun,
                      rerun_budgets=tuple(format_budget(budget, ru) for budget in pa.rerun_budgets), rows=tuple(rows),
-                     summary=summary, ranks=ranks)
+                     summary=summary, ranks=ranks, published_suite=pa.published_suite, suite_note=pa.suite_note,
+                     suite_differs=pa.suite_differs)
 
 
 def agreement_findings(a: Agreement | None) -> list:
@@ -84,7 +90,13 @@ def agreement_findings(a: Agreement | None) -> list:
     parts = [f"{s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['inconclusive']} inconclusive"
              + (f", {s['not_rerun']} not rerun" if s["not_rerun"] else "") for s in a.summary]
     severity = "warning" if any(s["reversed"] for s in a.summary) else "info"
-    return [Finding("info", f"Published vs rerun ({a.published} on {a.suite}): of {decided} decided published "
-                            f"orderings, at rerun budget " + "; ".join(parts) + ". Implementations differ, so only "
-                            f"orderings are compared, not scores (section {HEADING}).", severity)]
+    sides = f"{a.published}, {a.published_suite or 'suite not recorded'} -> rerun on {a.suite}"
+    reversed_word = ("reversed (differ from the published suite's ordering)" if a.suite_differs else "reversed")
+    parts = [p.replace(" reversed,", f" {reversed_word},", 1) for p in parts]
+    out = [Finding("info", f"Published vs rerun ({sides}): of {decided} decided published "
+                           f"orderings, at rerun budget " + "; ".join(parts) + ". Implementations differ, so only "
+                           f"orderings are compared, not scores (section {HEADING}).", severity)]
+    if a.suite_differs is not False and a.suite_note:
+        out.append(Finding("suite-change", a.suite_note, "warning" if a.suite_differs else "info"))
+    return out
 

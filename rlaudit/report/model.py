@@ -67,6 +67,35 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
+class SettingRow:
+    """One row of the "Settings vs published" table."""
+
+    algorithm: str
+    """The algorithm's label, or ``"all algorithms"`` for a protocol-wide entry."""
+    sources: tuple[tuple[str, str | None], ...]
+    """``(text, url)`` of each source named."""
+    key: str
+    """The setting (empty for a source with no declared deviation)."""
+    published: str
+    here: str
+    why: str
+
+
+def settings_table(source: dict) -> tuple[SettingRow, ...]:
+    """Rows of ``audit.json`` ``source.settings_vs_published``, in protocol order."""
+    out = []
+    for entry in source.get("settings_vs_published") or []:
+        who = entry.get("algorithm") or "all algorithms"
+        srcs = tuple((str(x.get("text", "")), x.get("url")) for x in entry.get("sources") or [])
+        devs = entry.get("deviations") or []
+        if not devs:
+            out.append(SettingRow(who, srcs, "", "", "", "as published: no deviation declared"))
+        for d in devs:
+            out.append(SettingRow(who, srcs, str(d["key"]), str(d["published"]), str(d["here"]), str(d["why"])))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything a report shows, in the order it shows it. Built by :func:`build_model`."""
 
@@ -106,6 +135,32 @@ class Report:
     agreement_heading: str = ""
     rows: AuditRows | None = None
     """Every typed row of the document (what the terminal summary reads too)."""
+    settings_published: tuple[SettingRow, ...] = ()
+    """The "Settings vs published" table: one row per declared deviation (or per source declaring none)."""
+
+    @property
+    def rerun_suite(self) -> str | None:
+        """The one suite of a joined audit's rerun tasks (its inversions are between budgets on that suite)."""
+        if not self.audit.get("published_agreement"):
+            return None
+        suites = set(((self.audit.get("source") or {}).get("suites") or {}).values())
+        return next(iter(suites)) if len(suites) == 1 else None
+
+    @property
+    def learned_only(self) -> list:
+        """``learning.aggregates_learned_only`` rows (the deciding metric without the unlearned tasks)."""
+        from types import SimpleNamespace
+
+        rows = (self.audit.get("learning") or {}).get("aggregates_learned_only") or []
+        return [SimpleNamespace(budget=int(x["budget"]), algorithm=str(x["algorithm"]), n_tasks=int(x["n_tasks"]),
+                                left_out=", ".join(x.get("tasks_left_out") or []),
+                                iv=SimpleNamespace(point=x.get("point"), lo=x.get("lo"), hi=x.get("hi")))
+                for x in rows]
+
+    @property
+    def settings_sources(self) -> list[str]:
+        """Every source named in the "Settings vs published" table, once, in order."""
+        return list(dict.fromkeys(text for row in self.settings_published for text, _ in row.sources))
 
     def budget(self, budget: int, unit: bool = False) -> str:
         """Human budget (``"10M"``; with ``unit=True``: ``"10M frames"``)."""
@@ -313,6 +368,7 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     object.__setattr__(report, "agreement_anchor", ANCHOR)
     object.__setattr__(report, "agreement_heading", HEADING)
     object.__setattr__(report, "findings", tuple(_findings(report) + agreement_findings(report.agreement)))
+    object.__setattr__(report, "settings_published", settings_table(source))
     object.__setattr__(report, "setup", tuple(_setup(report)))
     return report
 
@@ -335,7 +391,8 @@ def _findings(r: Report) -> list[Finding]:
                 dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
             by_decision.setdefault(dec, []).append(r.budget(budget))
         parts = [f"{decision_text(d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
-        out.append(Finding("inversion", f"Ranking inversion ({metric_name(metric)}): " + "; ".join(parts) + ".",
+        on = f" between budgets on {r.rerun_suite}" if r.rerun_suite else ""
+        out.append(Finding("inversion", f"Ranking inversion{on} ({metric_name(metric)}): " + "; ".join(parts) + ".",
                            "critical"))
     for c in r.claims:
         if c.status == "reversed":
@@ -370,6 +427,7 @@ def _findings(r: Report) -> list[Finding]:
     for c in r.claims:
         if c.status == "holds":
             out.append(Finding("claim-holds", f"Claim \u201c{c.text}\u201d holds at every audited budget.", "info"))
+    out += _learning_findings(r)
     for item in r.checklist:
         if item.severity == "warning":
             out.append(Finding("checklist", item.message, "warning"))
@@ -383,6 +441,29 @@ def _findings(r: Report) -> list[Finding]:
     qualifiers = [Finding("checklist", item.message, "warning") for item in r.checklist if item.id in QUALIFIERS]
     rest = sorted((f for f in out[1:] if f not in qualifiers), key=lambda f: rank.get(f.severity, 3))
     return [out[0], *qualifiers, *rest]
+
+
+def _learning_findings(r: Report) -> list[Finding]:
+    """"Nothing learned yet on …" and the claims that rest on those cells (``audit.json`` ``learning``)."""
+    learning = r.audit.get("learning") or {}
+    gone = learning.get("nothing_learned") or []
+    if not gone:
+        return []
+    by_budget: dict = defaultdict(list)
+    for c in gone:
+        by_budget[int(c["budget"])].append(str(c["task"]))
+    parts = [f"at {r.budget(b)}{' ' + r.unit if i == 0 else ''} on {_join(ts)}"
+             for i, (b, ts) in enumerate(sorted(by_budget.items()))]
+    where = "; ".join(parts)
+    out = [Finding("nothing-learned", f"Nothing learned yet {where}: no algorithm's per-task interval lies above "
+                   f"the random policy's score, so orderings there compare play at random level (aggregates without "
+                   f"those tasks are in section 3).", "warning")]
+    for c in r.audit.get("claims") or []:
+        resting = [r.budget(int(p["budget"])) for p in c.get("per_budget", []) if p.get("rests_on_unlearned")]
+        if resting:
+            out.append(Finding("nothing-learned", f"Claim \u201c{c.get('text')}\u201d at {_join(resting)} {r.unit} "
+                               f"rests only on tasks nothing has learned yet.", "warning"))
+    return out
 
 
 def _join(items: list[str]) -> str:
@@ -401,6 +482,15 @@ def _setup(r: Report) -> list[tuple[str, str]]:
         rows.append(("Protocol", str(src["protocol"])))
     if src.get("citation"):
         rows.append(("Citation", str(src["citation"])))
+    if r.settings_published:
+        n = sum(1 for x in r.settings_published if x.key)
+        rows.append(("Settings vs published", f"{n} declared deviation{'s' if n != 1 else ''} from the published "
+                     f"settings; table below"))
+    elif data.get("budget_labels"):  # a rerun that names no source: say so rather than imply fidelity
+        rows.append(("Settings vs published", "no published source is declared for these settings, so how far "
+                     "they are from the original is not stated"))
+    for line in src.get("fidelity") or []:  # algorithms not shown equivalent to an independent implementation
+        rows.append(("Fidelity", str(line)))
     rows.append((f"Algorithms ({len(r.algorithms)})", ", ".join(r.algorithms)))
     shown = ", ".join(r.tasks[:12]) + (f", … ({len(r.tasks) - 12} more)" if len(r.tasks) > 12 else "")
     rows.append((f"Tasks ({len(r.tasks)})", shown))

@@ -15,7 +15,13 @@ Suites:
   memory and copying) and casts it to float in the policy's preprocessing, giving the same numbers as a
   float32 observation (the high of 1, not 255, keeps it from being taken for an image and scaled).
 
-``max_episode_steps`` counts agent steps (after frame skip on Atari: 27 000 = the usual 108 000 frames).
+``max_episode_steps`` counts agent steps (after frame skip on Atari: 27 000 = the usual 108 000 frames); a task
+without it (and without ``evaluation.max_episode_steps``) has no cap beyond the environment's own (MinAtar's
+ids register none, so its episodes end by themselves, as in Dopamine's MinAtar runs).
+
+``clip_reward = [low, high]`` in a ``gymnasium`` or ``minatar`` task's ``kwargs`` clips the *training*
+environment's rewards to that interval (Dopamine's runner clips the reward the agent learns from to [-1, 1]);
+evaluation returns stay unclipped. (Atari's ``clip_reward`` is a boolean: sign clipping, as before.)
 """
 
 from __future__ import annotations
@@ -102,6 +108,7 @@ def make_env(task: TaskSpec, seed: int, evaluation: bool = False) -> gymnasium.E
     register_suite(task.suite)
     kwargs = task.kwargs_dict
     limit = {"max_episode_steps": task.max_episode_steps} if task.max_episode_steps else {}
+    clip = None if task.suite == "atari" else reward_clip(kwargs.pop("clip_reward", None), task.id)
     if task.suite == "atari":
         env = _make_atari(task.id, kwargs, evaluation, task.max_episode_steps)
     elif task.suite == "minatar":
@@ -111,8 +118,26 @@ def make_env(task: TaskSpec, seed: int, evaluation: bool = False) -> gymnasium.E
             env = gymnasium.wrappers.ClipReward(env, float(clip[0]), float(clip[1]))
     else:
         env = gymnasium.make(task.id, **limit, **kwargs)
+    if clip is not None and not evaluation:
+        env = gymnasium.wrappers.ClipReward(env, *clip)
     env.action_space.seed(seed)
     return env
+
+
+def reward_clip(value, task_id: str) -> tuple[float, float] | None:
+    """The ``clip_reward`` kwarg of a non-Atari task: ``[low, high]`` with low < high, or absent / ``false``.
+
+    Raises:
+        InputError: anything else, naming the task.
+    """
+    if value is None or value is False:
+        return None
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value) and value[0] < value[1])
+    if not ok:
+        raise InputError(f"task {task_id!r}: kwargs.clip_reward must be [low, high] with low < high (e.g. [-1, 1], "
+                         f"Dopamine's training-reward clip), got {value!r}")
+    return float(value[0]), float(value[1])
 
 
 def _make_atari(env_id: str, kwargs: dict, evaluation: bool, max_episode_steps: int | None) -> gymnasium.Env:

@@ -47,13 +47,17 @@ class RunExited(RuntimeError):
 
 
 def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
-                progress: Callable[[int], None] | None = None) -> RunResult:
+                progress: Callable[[int], None] | None = None,
+                build_agent: Callable[[RunSpec, object], object] | None = None) -> RunResult:
     """Train ``spec`` to its largest budget and evaluate it at every evaluation point.
 
     Args:
         spec: the run.
         emit: called with each :class:`EvalRecord` as soon as it is made (in ascending ``env_steps``).
         progress: optional, called with the env-step count at most every :data:`PROGRESS_INTERVAL_S`.
+        build_agent: ``(spec, training env) -> agent`` with ``train(total, on_step)``, ``predict(obs,
+            deterministic)`` and ``kind``, for another implementation of ``spec``'s algorithm (the fidelity
+            harness's reference, :mod:`rlaudit.fidelity`); default: the registered algorithm.
 
     Returns:
         The :class:`RunResult`.
@@ -64,24 +68,27 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             would otherwise end the driver with exit status 0 and leave the run ``running``).
     """
     try:
-        return _execute_run(spec, emit, progress)
+        return _execute_run(spec, emit, progress, build_agent)
     except SystemExit as exc:
         raise RunExited(f"{spec.run_id}: the algorithm or environment code called sys.exit({exc.code!r}) "
                         f"during the run") from exc
 
 
 def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
-                 progress: Callable[[int], None] | None) -> RunResult:
-    from rlaudit.algorithms import make_agent
-
+                 progress: Callable[[int], None] | None, build_agent=None) -> RunResult:
     t0 = time.perf_counter()
     env = make_env(spec.task, spec.seed)
     eval_envs: list = []
     try:
-        agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
-                           policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
-        skip_redundant_mode_switches(agent)
-        precompute_observation_checks(agent)
+        if build_agent is not None:
+            agent = build_agent(spec, env)
+        else:
+            from rlaudit.algorithms import make_agent
+
+            agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
+                               policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
+            skip_redundant_mode_switches(agent)
+            precompute_observation_checks(agent)
         eval_envs += make_eval_envs(spec.task, spec.eval.eval_seed, spec.eval.n_eval_episodes,
                                     can_batch(agent, spec.eval))
         total = spec.total_steps
@@ -253,7 +260,10 @@ def evaluate(agent, env, ev: EvalSpec, steps: int = 0) -> tuple[tuple[float, ...
     Returns:
         ``(returns, lengths)``, each of shape ``(n_eval_episodes,)``.
     """
-    import torch
+    try:
+        import torch
+    except ImportError:  # a reference implementation's environment without torch (rlaudit.fidelity)
+        torch = None
 
     envs = list(env) if isinstance(env, (list, tuple)) else [env]
     width = len(envs) if can_batch(agent, ev) else 1
@@ -261,9 +271,10 @@ def evaluate(agent, env, ev: EvalSpec, steps: int = 0) -> tuple[tuple[float, ...
     lengths: list[int] = []
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext():
             # Stochastic evaluation draws depend on (eval seed, steps) only, never on earlier evaluations.
-            torch.manual_seed(_derived_seed(ev.eval_seed, 1, steps))
+            if torch is not None:
+                torch.manual_seed(_derived_seed(ev.eval_seed, 1, steps))
             for first in range(0, ev.n_eval_episodes, width):
                 episodes = range(first, min(first + width, ev.n_eval_episodes))
                 r, n = _play(agent, envs, ev, steps, episodes, batched=width > 1)

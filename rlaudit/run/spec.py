@@ -133,6 +133,22 @@ class RunSpec:
         """A canonical JSON form (stored with the run so that a store says exactly what was trained)."""
         return json.dumps(asdict(self), sort_keys=True, default=str)
 
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        """The spec written by :meth:`to_json` (to hand a run to another process, e.g. a reference
+        implementation's interpreter in :mod:`rlaudit.fidelity`)."""
+        d = json.loads(text)
+
+        def pairs(items) -> tuple:
+            return tuple((str(k), v) for k, v in items)
+
+        t, a = d["task"], d["algorithm"]
+        return cls(run_id=d["run_id"], protocol_hash=d["protocol_hash"],
+                   task=TaskSpec(t["id"], t["suite"], pairs(t["kwargs"]), t["max_episode_steps"]),
+                   algorithm=AlgoSpec(a["name"], a["label"], pairs(a["hyperparams"]), pairs(a["policy_kwargs"])),
+                   seed=int(d["seed"]), budgets=tuple(int(b) for b in d["budgets"]), eval=EvalSpec(**d["eval"]),
+                   regime_kind=d["regime_kind"], regime=d["regime"])
+
 
 @dataclass(frozen=True)
 class EvalRecord:

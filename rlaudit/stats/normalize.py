@@ -142,6 +142,9 @@ class Normalization:
     """Where the references or divisor come from, in words (a protocol's ``source``; shown in reports)."""
     where: str = field(default="", compare=False)
     """The option or protocol field it was given in (``--normalize``), for messages."""
+    low_is_random: bool = False
+    """The low references are the uniformly random policy's scores (``atari``; ``minmax`` with
+    ``low = "random"``), so the audit can tell which tasks nothing has learned yet."""
 
     def reference_for(self, task: str) -> tuple[float, float] | None:
         """(low, high) for ``task``, or ``None`` when the task has no reference."""
@@ -188,7 +191,7 @@ def _parse(spec: str | Mapping | None, where: str, base_dir: Path | None) -> Nor
     if method == "none" and not sep:
         return NONE
     if method == "atari" and not sep:
-        return Normalization("atari", references=ATARI_REFERENCE, label="atari")
+        return Normalization("atari", references=ATARI_REFERENCE, label="atari", low_is_random=True)
     if method == "divide":
         if not sep or not arg.strip():
             raise InputError(f"{where}: 'divide' needs a divisor, e.g. divide:1000")
@@ -213,7 +216,7 @@ def _divide(value, where: str) -> Normalization:
     return Normalization("divide", divisor=k, label=f"divide:{k:g}")
 
 
-_MAPPING_KEYS = ("method", "divisor", "references", "references_file", "source")
+_MAPPING_KEYS = ("method", "divisor", "references", "references_file", "source", "low")
 
 
 def _parse_mapping(spec: Mapping, where: str, base_dir: Path | None) -> Normalization:
@@ -240,12 +243,18 @@ def _parse_mapping(spec: Mapping, where: str, base_dir: Path | None) -> Normaliz
         if source:
             raise InputError(f"{where}.source: not used by method 'none'")
         return NONE
-    return replace(_parse_method(spec, method, where, base_dir), source=source.strip())
+    low = spec.get("low")
+    if low is not None and (method != "minmax" or low != "random"):
+        raise InputError(f"{where}.low: " + ("only 'random' is understood (the low references are the random "
+                                             "policy's scores)" if method == "minmax" else
+                                             f"not used by method {method!r}"))
+    norm = replace(_parse_method(spec, method, where, base_dir), source=source.strip())
+    return replace(norm, low_is_random=True) if low == "random" else norm
 
 
 def _parse_method(spec: Mapping, method: str, where: str, base_dir: Path | None) -> Normalization:
     if method == "atari":
-        return Normalization("atari", references=ATARI_REFERENCE, label="atari")
+        return Normalization("atari", references=ATARI_REFERENCE, label="atari", low_is_random=True)
     if method == "divide":
         if "divisor" not in spec:
             raise InputError(f"{where}.divisor: required for method 'divide' (e.g. divisor = 1000)")

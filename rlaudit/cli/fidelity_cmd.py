@@ -1,0 +1,97 @@
+"""``rlaudit fidelity ALGORITHM --against REFERENCE --protocol P``: a built-in against an independent implementation."""
+
+from __future__ import annotations
+
+import click
+
+from rlaudit.errors import InputError
+
+
+def _seeds(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, _, hi = part.partition("-")
+            if not (lo.isdigit() and hi.isdigit()) or int(lo) > int(hi):
+                raise InputError(f"--seeds: {part!r} is not a range like 0-9")
+            out += [str(s) for s in range(int(lo), int(hi) + 1)]
+        elif part.isdigit():
+            out.append(part)
+        else:
+            raise InputError(f"--seeds: {part!r} is not a seed (write e.g. 0-9 or 0,1,2)")
+    return out
+
+
+def _print(fidelity, echo=click.echo) -> None:
+    echo(f"{fidelity.label} ({fidelity.algorithm}) against {fidelity.reference} ({fidelity.reference_version}) at "
+         f"{fidelity.budget:,} env steps; margin {fidelity.margin_rule}")
+    echo(f"  {'task':<26} {'runs':>7} {'built-in':>15} {'reference':>15} {'difference [interval]':>25} "
+         f"{'margin':>7} {'shown within':>17}  verdict")
+    for t in fidelity.tasks:
+        lo, hi = t.interval
+        within = f"{t.shown_within:.2f} ({t.shown_within / t.pooled_sd:.2f} SD)" if t.pooled_sd > 0 else \
+            f"{t.shown_within:.2f}"
+        echo(f"  {t.task:<26} {t.n_builtin:>3}/{t.n_reference:<3} {t.mean_builtin:>7.2f} ± {t.sd_builtin:<5.2f} "
+             f"{t.mean_reference:>7.2f} ± {t.sd_reference:<5.2f} {t.difference:>+7.2f} [{lo:+.2f}, {hi:+.2f}]"
+             f"{'':>2} {t.margin:>7.2f} {within:>17}  {t.verdict} (p_diff {t.p_different:.3g}, "
+             f"p_equiv {t.p_equivalent:.3g})")
+    echo(f"verdict: {fidelity.verdict}")
+
+
+@click.command("fidelity")
+@click.argument("algorithm")
+@click.option("--against", "against", required=True, help="Reference implementation: dopamine, or self (harness check).")
+@click.option("--protocol", "protocol_path", required=True, type=click.Path(dir_okay=False),
+              help="Protocol whose entry for ALGORITHM (name or label) gives the tasks, seeds, settings and budgets.")
+@click.option("--store", default=None, help="The built-in's store (default: the protocol's, sweeps/<name>/store.sqlite).")
+@click.option("--reference-store", default=None,
+              help="The reference's store (default: reference-<REFERENCE>-<LABEL>.sqlite beside --store).")
+@click.option("--budget", type=int, default=None, help="Budget to compare at (default: the largest).")
+@click.option("--seeds", default=None, help="Seeds to run and compare, e.g. 0-9 (default: the protocol's).")
+@click.option("--workers", type=int, default=2, show_default=True, help="Processes at a time per side.")
+@click.option("--margin-sd", type=float, default=1.0, show_default=True,
+              help="Equivalence margin in pooled standard deviations of the runs' scores.")
+@click.option("--margin", type=float, default=None, help="Equivalence margin in score units (replaces --margin-sd).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Family-wise level over the tasks.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap intervals.")
+@click.option("--compare-only", is_flag=True, help="Train nothing: compare the runs already in the stores.")
+@click.option("--reference-only", is_flag=True, help="Train the reference's runs only (the built-in's come from "
+                                                     "`rlaudit run`).")
+@click.option("--record", is_flag=True, help="Write the verdict into rlaudit/fidelity/status.toml.")
+def fidelity(algorithm, against, protocol_path, store, reference_store, budget, seeds, workers, margin_sd, margin,
+             alpha, seed, compare_only, reference_only, record) -> None:
+    """Run ALGORITHM and an independent implementation of it with the same env and settings, and compare.
+
+    Per task at the budget: the difference of mean scores (reference - built-in) with a seeded bootstrap
+    interval, Welch's test and a TOST equivalence test within the margin. Both stores are resumable: run it
+    again to continue, or to add seeds. Exit 0 whatever the verdict; 2 on bad input (a reference that is not
+    installed is named with its fix), 1 when runs failed.
+    """
+    from rlaudit.fidelity import compare_stores, plan_fidelity, run_fidelity, write_result
+
+    if workers < 1:
+        raise InputError(f"--workers: must be at least 1, got {workers}")
+    if not margin_sd > 0 or (margin is not None and not margin > 0):
+        raise InputError("--margin / --margin-sd: must be positive")
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha: must be in (0, 1), got {alpha}")
+    fr = plan_fidelity(protocol_path, algorithm, against, store=store, reference_store=reference_store,
+                       budget=budget, seeds=_seeds(seeds))
+    if record and fr.reference.name == "self":
+        raise InputError("--record: the 'self' reference checks the harness; it is no fidelity status")
+    click.echo(f"{fr.label}: built-in runs -> {fr.store}; {fr.reference.title} ({fr.reference_version}) -> "
+               f"{fr.reference_store}", err=True)
+    if not compare_only:
+        run_fidelity(fr, workers=workers, train_builtin=not reference_only)
+    result = compare_stores(fr, alpha=alpha, margin_sd=margin_sd, margin=margin, seed=seed)
+    _print(result)
+    path = write_result(fr, result)
+    click.echo(f"written: {path}", err=True)
+    if record:
+        from rlaudit.fidelity.status import STATUS_FILE, record_status
+
+        record_status(result, str(protocol_path))
+        click.echo(f"recorded: {fr.algorithm} {result.verdict} in {STATUS_FILE}", err=True)
