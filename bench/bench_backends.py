@@ -132,7 +132,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sb3", action="store_true", help="skip the SB3 baseline (e.g. on a GPU machine)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.seeds.split(",")]
-    from rlaudit.run.backends.jax import configure_jax
+    from rlaudit.run.backends.jax import configure_jax, missing_dependency
+
+    if missing_dependency():
+        print(f"error: {missing_dependency()}", file=sys.stderr)
+        return 2
 
     configure_jax()
     import jax

@@ -8,9 +8,7 @@ Suites:
   episodes end on life loss and rewards are clipped to their sign; *evaluation* episodes are full games
   with raw rewards. ``kwargs`` may set ``repeat_action_probability``, ``full_action_space``, ``noop_max``,
   ``frame_skip``, ``screen_size``, ``terminal_on_life_loss``, ``clip_reward``.
-- ``minatar``: MinAtar's gymnasium ids (``MinAtar/Breakout-v1``; ``kwargs`` are the ``minatar`` package's, plus
-  ``clip_reward = [low, high]``, which clips the *training* rewards as Dopamine's runner does, never the
-  evaluation's) with the boolean observation as uint8
+- ``minatar``: MinAtar's gymnasium ids (``MinAtar/Breakout-v1``) with the boolean observation as uint8
   0/1 in a ``Box(0, 1)``: stable-baselines3 stores it as such in the replay buffer (a quarter of float32's
   memory and copying) and casts it to float in the policy's preprocessing, giving the same numbers as a
   float32 observation (the high of 1, not 255, keeps it from being taken for an image and scaled).
@@ -112,10 +110,7 @@ def make_env(task: TaskSpec, seed: int, evaluation: bool = False) -> gymnasium.E
     if task.suite == "atari":
         env = _make_atari(task.id, kwargs, evaluation, task.max_episode_steps)
     elif task.suite == "minatar":
-        clip = kwargs.pop("clip_reward", None)  # Dopamine's training-reward clip, e.g. [-1, 1]
         env = _BoolToUint8(gymnasium.make(task.id, **limit, **kwargs))
-        if clip is not None and not evaluation:
-            env = gymnasium.wrappers.ClipReward(env, float(clip[0]), float(clip[1]))
     else:
         env = gymnasium.make(task.id, **limit, **kwargs)
     if clip is not None and not evaluation:

@@ -268,7 +268,7 @@ def check_task(task, where: str, spec) -> None:
         if key == "sticky_action_prob" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                             or not 0 <= value <= 1):
             raise InputError(f"{where}.kwargs.sticky_action_prob: expected a probability in [0, 1], got {value!r}")
-        if key == "clip_reward" and not (isinstance(value, list) and len(value) == 2
+        if key == "clip_reward" and value is not False and not (isinstance(value, list) and len(value) == 2
                                          and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                  and math.isfinite(v) for v in value) and value[0] < value[1]):
             raise InputError(f"{where}.kwargs.clip_reward: expected [low, high] with low < high (e.g. [-1, 1]), "
@@ -325,8 +325,8 @@ def agent_config(spec) -> AgentConfig:
         game=game, minimal_actions=minimal,
         sticky_action_prob=float(task.kwargs_dict.get("sticky_action_prob", 0.1)),
         max_episode_steps=task.max_episode_steps, n_actions=len(minimal) if minimal else 6,
-        clip_reward=tuple(float(v) for v in task.kwargs_dict["clip_reward"]) if "clip_reward" in task.kwargs_dict
-        else None,
+        clip_reward=tuple(float(v) for v in task.kwargs_dict["clip_reward"])
+        if task.kwargs_dict.get("clip_reward") not in (None, False) else None,
         obs_shape=(10, 10, OBS_CHANNELS[game]),
         net_arch=tuple(pk.get("net_arch", DEFAULT_NET_ARCH)),
         features_extractor=pk.get("features_extractor", "flatten"), stream_arch=tuple(pk.get("stream_arch", ())),
