@@ -312,11 +312,18 @@ params = net.init(jax.random.PRNGKey(0), jnp.zeros((10, 10, 4, 1)))
 k = params['params']['Conv_0']['kernel']; d = params['params']['Dense_0']['kernel']
 print(k.shape, d.shape, float(jnp.abs(k).max()), float(jnp.abs(d).max()),
       net.apply(params, jnp.ones((10, 10, 4, 1))).q_values.shape)
+from dopamine.jax.agents.dqn.dqn_agent import linearly_decaying_epsilon
+print("eps", *[float(linearly_decaying_epsilon(250_000, t, 1_000, 0.01)) for t in (0, 999, 1_000, 100_000, 251_000)])
 """
     out = subprocess.run([REFERENCES["dopamine"].python(), "-c", code], capture_output=True, text=True,
                          env=worker_environment(), timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    line = out.stdout.strip().splitlines()[-1]
+    line, eps_line = out.stdout.strip().splitlines()[-2:]
+    from rlaudit.algorithms.dqn_settings import dopamine_epsilon
+
+    theirs = [float(v) for v in eps_line.split()[1:]]
+    ours = [dopamine_epsilon(t, 250_000, 1_000, 0.01) for t in (0, 999, 1_000, 100_000, 251_000)]
+    assert theirs == pytest.approx(ours, abs=1e-6)  # Dopamine's schedule computes in float32
     assert line.startswith("(3, 3, 4, 16) (1600, 6) ")
     parts = line.replace("(", " ").replace(")", " ").replace(",", " ").split()
     conv_max, dense_max = float(parts[6]), float(parts[7])
