@@ -236,6 +236,9 @@ id = "CartPole-v1"
 name = "DQN"
 hyperparams = {{ learning_rate = 1e-3, adam_eps = 3.125e-4, buffer_size = 2_000, learning_starts = 200, batch_size = 32, train_freq = 4, target_update_interval = 200, exploration_schedule = "dopamine", epsilon_decay_steps = 800, exploration_final_eps = 0.02, max_grad_norm = inf, loss = "mse" }}
 policy_kwargs = {{ net_arch = [32] }}
+[[algorithms]]
+name = "C51"
+hyperparams = {{ learning_starts = 200, exploration_schedule = "dopamine", max_grad_norm = inf }}
 [evaluation]
 n_eval_episodes = 3
 epsilon = 0.001
@@ -257,9 +260,10 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
     r = _cli(args)
     assert r.exit_code == 0, r.output
     ref_store = store.with_name(f"reference-{against}-DQN.sqlite")
-    for s in (store, ref_store):
+    for s, planned in ((store, 6), (ref_store, 3)):  # the reference's store holds DQN's runs only
         with sqlite3.connect(s) as con:
             assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0] == 3
+            assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == planned
     doc = json.loads(store.with_name(f"fidelity-DQN-{against}.json").read_text())
     assert doc["budget"] == steps and doc["reference"] == against
     (task,) = doc["tasks"]
@@ -270,7 +274,7 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
 
 
 def test_fidelity_end_to_end_self(tmp_path):
-    args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_500)
+    args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_000)
     # the reference side trained other seeds: its scores are not a copy of the built-in's
     from rlaudit.store.export import export_table
 
