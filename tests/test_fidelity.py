@@ -236,6 +236,9 @@ id = "CartPole-v1"
 name = "DQN"
 hyperparams = {{ learning_rate = 1e-3, adam_eps = 3.125e-4, buffer_size = 2_000, learning_starts = 200, batch_size = 32, train_freq = 4, target_update_interval = 200, exploration_schedule = "dopamine", epsilon_decay_steps = 800, exploration_final_eps = 0.02, max_grad_norm = inf, loss = "mse" }}
 policy_kwargs = {{ net_arch = [32] }}
+[[algorithms]]
+name = "C51"
+hyperparams = {{ learning_starts = 200, exploration_schedule = "dopamine", max_grad_norm = inf }}
 [evaluation]
 n_eval_episodes = 3
 epsilon = 0.001
@@ -257,9 +260,10 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
     r = _cli(args)
     assert r.exit_code == 0, r.output
     ref_store = store.with_name(f"reference-{against}-DQN.sqlite")
-    for s in (store, ref_store):
+    for s, planned in ((store, 6), (ref_store, 3)):  # the reference's store holds DQN's runs only
         with sqlite3.connect(s) as con:
             assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0] == 3
+            assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == planned
     doc = json.loads(store.with_name(f"fidelity-DQN-{against}.json").read_text())
     assert doc["budget"] == steps and doc["reference"] == against
     (task,) = doc["tasks"]
@@ -270,7 +274,7 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
 
 
 def test_fidelity_end_to_end_self(tmp_path):
-    args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_500)
+    args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_000)
     # the reference side trained other seeds: its scores are not a copy of the built-in's
     from rlaudit.store.export import export_table
 
@@ -312,11 +316,18 @@ params = net.init(jax.random.PRNGKey(0), jnp.zeros((10, 10, 4, 1)))
 k = params['params']['Conv_0']['kernel']; d = params['params']['Dense_0']['kernel']
 print(k.shape, d.shape, float(jnp.abs(k).max()), float(jnp.abs(d).max()),
       net.apply(params, jnp.ones((10, 10, 4, 1))).q_values.shape)
+from dopamine.jax.agents.dqn.dqn_agent import linearly_decaying_epsilon
+print("eps", *[float(linearly_decaying_epsilon(250_000, t, 1_000, 0.01)) for t in (0, 999, 1_000, 100_000, 251_000)])
 """
     out = subprocess.run([REFERENCES["dopamine"].python(), "-c", code], capture_output=True, text=True,
                          env=worker_environment(), timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    line = out.stdout.strip().splitlines()[-1]
+    line, eps_line = out.stdout.strip().splitlines()[-2:]
+    from rlaudit.algorithms.dqn_settings import dopamine_epsilon
+
+    theirs = [float(v) for v in eps_line.split()[1:]]
+    ours = [dopamine_epsilon(t, 250_000, 1_000, 0.01) for t in (0, 999, 1_000, 100_000, 251_000)]
+    assert theirs == pytest.approx(ours, abs=1e-6)  # Dopamine's schedule computes in float32
     assert line.startswith("(3, 3, 4, 16) (1600, 6) ")
     parts = line.replace("(", " ").replace(")", " ").replace(",", " ").split()
     conv_max, dense_max = float(parts[6]), float(parts[7])

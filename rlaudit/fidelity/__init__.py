@@ -174,7 +174,11 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
     if train_builtin:
         run_plan(fr.plan, fr.store, LocalExecutor(workers=workers), only=fr.only, console=console)
     if train_reference:
-        run_plan(fr.plan, fr.reference_store, ReferenceExecutor(fr.reference, workers=workers), only=fr.only,
+        # The reference's store holds only this algorithm's runs (all its seeds), so that its status counts them.
+        from dataclasses import replace
+
+        mine = replace(fr.plan, runs=fr.plan.select({"algo": fr.only["algo"]}))
+        run_plan(mine, fr.reference_store, ReferenceExecutor(fr.reference, workers=workers), only=fr.only,
                  console=console)
 
 
