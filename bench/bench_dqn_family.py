@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-PROTOCOL = REPO / "protocols" / "dqn-family-minatar.toml"
+PROTOCOL = REPO / "protocols" / "dqn-family-minatar-250k.toml"
 
 VARIANTS: list[tuple[str, str, dict]] = [
     ("DQN (SB3)", "DQN", {}),

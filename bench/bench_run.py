@@ -219,7 +219,7 @@ def minatar_hyperparams(budget: int) -> dict:
     """The DQN entry of the MinAtar flagship protocol, with learning starting at a tenth of ``budget``."""
     import tomllib
 
-    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "protocols" / "dqn-family-minatar.toml").read_text())
+    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "protocols" / "dqn-family-minatar-250k.toml").read_text())
     hp = dict(next(a for a in doc["algorithms"] if a["name"] == "DQN")["hyperparams"])
     hp["learning_starts"] = min(hp["learning_starts"], budget // 10)
     return hp

@@ -625,7 +625,7 @@ def test_variant_learns_cartpole_full(name, extra):
 # --- the MinAtar protocol ------------------------------------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[1]
-MINATAR_PROTOCOL = REPO / "protocols" / "dqn-family-minatar.toml"
+MINATAR_PROTOCOL = REPO / "protocols" / "dqn-family-minatar-250k.toml"
 
 
 def _toml_value(value) -> str:
