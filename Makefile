@@ -60,7 +60,7 @@ reports: install
 	$(BIN)/python scripts/make_reports.py --data ../shared/data
 
 # The main job: train the default protocol into RUN_DIR (resumable: run it again to finish an interrupted
-# sweep), export its tidy table, audit it (the summary is printed) and write its report. ~9 min on 2 quiet
+# sweep), export its tidy table, audit it (the summary is printed) and write its report. ~8 min on 2 quiet
 # cores (measured: protocols/quickstart.toml's header). RUN_DIR is runs/quickstart/ (git-ignored), not the
 # committed record in sweeps/quickstart/: a fresh run must neither resume into nor overwrite the record
 # (`make record` rebuilds that). Should the rerun decide no ordering (its runs differ from machine to machine),
