@@ -31,6 +31,9 @@ sys.path.insert(0, str(REPO))  # the catalogue builder of this checkout, also wi
 from rlaudit.report.catalogue import build_catalogue, missing_data, write_catalogue  # noqa: E402
 
 
+HARNESS_SWEEPS = ("fidelity-", "backend-equivalence")
+
+
 def _published() -> list[Path]:
     return sorted((REPO / "protocols" / "published").glob("*.toml"))
 
@@ -48,7 +51,9 @@ def _jobs(data: Path) -> list[tuple[str, list[str]]]:
     # Other recorded sweeps (the flagship): audited from their store; --data finds the published side of a
     # rerun ([rerun_of] in the store's protocol).
     for store in sorted((REPO / "sweeps").glob("*/store.sqlite")):
-        if store.parent.name != "quickstart":
+        # fidelity-* and backend-equivalence* hold the checks' runs (docs/fidelity.md, docs/backends.md), whose
+        # comparisons their own commands write; they are not comparisons to report on.
+        if store.parent.name != "quickstart" and not store.parent.name.startswith(HARNESS_SWEEPS):
             jobs.append((store.parent.name, [str(store.relative_to(REPO)), "--data", str(data)]))
     return jobs
 
