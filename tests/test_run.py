@@ -572,3 +572,24 @@ def test_recorded_quickstart_runs_replay_bit_for_bit(run_id):
     that moved would show here, since defaults are not part of the protocol hash."""
     out = _replay(REPO / "sweeps" / "quickstart" / "store.sqlite", run_id)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ctrl_c_reaches_a_driver_started_with_sigint_ignored(tmp_path):
+    """A background job of a non-interactive shell (nohup, CI runners) inherits SIGINT ignored; `kill -INT` must
+    still stop the sweep like Ctrl-C."""
+    protocol = tmp_path / "killme.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "s.sqlite"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
+                             "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        _wait_for(store, proc, done=1)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err

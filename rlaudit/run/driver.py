@@ -364,10 +364,13 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
                           f"steps; estimate about {format_duration(seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {source})", highlight=False, markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary)
-        previous = signal.getsignal(signal.SIGTERM)
+        previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         try:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, _terminate)  # a scheduler's SIGTERM stops like Ctrl-C
+                # A process started in the background by a non-interactive shell (`nohup … &`, CI runners)
+                # inherits SIGINT ignored, and Python then never installs its handler: `kill -INT` would be lost.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             with driver:
                 executor.run(todo, driver)
         except KeyboardInterrupt:
@@ -379,7 +382,8 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             raise
         finally:
             if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, previous)
+                signal.signal(signal.SIGTERM, previous[0])
+                signal.signal(signal.SIGINT, previous[1])
             _write_throughput(driver.measured)
     finally:
         store.close()
