@@ -256,11 +256,14 @@ eval_every = 128
 """
 
 
-def _driver(protocol: Path, store: Path, workers: int) -> subprocess.Popen:
+def _driver(protocol: Path, store: Path, workers: int, sigint_ignored: bool = False) -> subprocess.Popen:
+    """``rlaudit run`` in a child process; ``sigint_ignored``: started as a non-interactive shell's background job
+    is (SIGINT ignored on entry)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(protocol.parent / "cache")}
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     return subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
                              "--workers", str(workers)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
+                            text=True, preexec_fn=ignore)
 
 
 def _statuses(store: Path) -> dict[str, str]:
@@ -362,11 +365,13 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path):
     assert all(attempts[r] == 1 for r in done_before)  # finished runs were not retrained
 
 
-def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
+def _interrupt_after_first_run(tmp_path, sigint_ignored: bool = False) -> tuple[Path, str]:
+    """Start the kill-me sweep, send SIGINT once a run is done and another has an evaluation; ``(store, stderr)``
+    after checking the exit status 130."""
     protocol = tmp_path / "killme.toml"
     protocol.write_text(SWEEP)
     store = tmp_path / "s.sqlite"
-    proc = _driver(protocol, store, workers=1)
+    proc = _driver(protocol, store, workers=1, sigint_ignored=sigint_ignored)
     try:
         _wait_for(store, proc, done=1)
         proc.send_signal(signal.SIGINT)
@@ -375,6 +380,11 @@ def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
+    return store, err
+
+
+def test_ctrl_c_keeps_finished_discards_unfinished(tmp_path):
+    store, err = _interrupt_after_first_run(tmp_path)
     assert "interrupted" in err
     evals, st = _evaluations(store)
     assert "running" not in st.values()
@@ -577,19 +587,5 @@ def test_recorded_quickstart_runs_replay_bit_for_bit(run_id):
 def test_ctrl_c_reaches_a_driver_started_with_sigint_ignored(tmp_path):
     """A background job of a non-interactive shell (nohup, CI runners) inherits SIGINT ignored; `kill -INT` must
     still stop the sweep like Ctrl-C."""
-    protocol = tmp_path / "killme.toml"
-    protocol.write_text(SWEEP)
-    store = tmp_path / "s.sqlite"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
-                             "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
-        _wait_for(store, proc, done=1)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
+    _, err = _interrupt_after_first_run(tmp_path, sigint_ignored=True)
     assert "interrupted" in err
