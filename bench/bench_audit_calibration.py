@@ -212,6 +212,13 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
     names = [chr(ord("A") + k) for k in range(n_algorithms)]
     rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
     cover = n_cover = fwer = power = 0
+    # Null diagnostics: which kind of member makes the false findings, and how often a member's own (t-read)
+    # p-value falls below alpha and below alpha / m (the level a family of m members works at): a valid
+    # p-value does so at most alpha and alpha / m of the time.
+    m = len(names) * (len(names) - 1) // 2 * (2 * n_budgets - 1)
+    levels = (settings.alpha, settings.alpha / m)
+    diag = {"fwer_orderings": 0, "fwer_changes": 0, "n_orderings": 0, "n_changes": 0,
+            "orderings_below": [0, 0], "changes_below": [0, 0]}
     for sim in range(sims):
         boot, fam = audit_many({a: bench.draw(rng, n_runs, growth) for a in names}, settings.replace(seed=sim),
                                reps, budgets)
@@ -219,18 +226,40 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
             if row["algorithm"] == "A":
                 cover += row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
                 n_cover += 1
-        fwer += any(o["decision"] != "inconclusive" for o in fam.orderings.values()) or \
-            any(c["decision"] == "changed" for c in fam.changes)
-        if not power_too:
-            continue
+        false_order = any(o["decision"] != "inconclusive" for o in fam.orderings.values())
+        false_change = any(c["decision"] == "changed" for c in fam.changes)
+        fwer += false_order or false_change
+        diag["fwer_orderings"] += false_order
+        diag["fwer_changes"] += false_change
+        for kind, rows in (("orderings", list(fam.orderings.values())), ("changes", fam.changes)):
+            diag[f"n_{kind}"] += len(rows)
+            for k, level in enumerate(levels):
+                diag[f"{kind}_below"][k] += sum(r["p_value"] < level for r in rows)
         shifts = [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
                   for i, g in enumerate(growth)]
         sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
+        if not power_too:  # drawn all the same, so that the null data sets are those of the full cell
+            continue
         _, fam = audit_many(sets, settings.replace(seed=10_000 + sim), reps, budgets)
         first, last = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(n_budgets, "A", "B")]["decision"]
         power += first == "a>b" and last == "b>a"
     return {"cover": rate(cover, n_cover), "fwer": rate(fwer, sims), "power": rate(power, sims),
-            "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims}}
+            "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims},
+            "diagnostics": diag | {"levels": levels}}
+
+
+def diagnostics_line(d: dict) -> str:
+    """Null false findings by kind and each kind's member p-values below alpha and alpha / m, as a ratio to the
+    level (1.0 for a calibrated p-value; the ratio at alpha / m is what the family's error follows)."""
+    parts = []
+    for kind in ("orderings", "changes"):
+        n = d[f"n_{kind}"]
+        if n == 0:
+            continue
+        ratios = [d[f"{kind}_below"][k] / n / lev for k, lev in enumerate(d["levels"])]
+        parts.append(f"{kind}: {d[f'{kind}_below'][1]}/{n} below alpha/m (x{ratios[1]:.2f}), "
+                     f"x{ratios[0]:.2f} at alpha")
+    return "; ".join(parts)
 
 def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS):
     """The audit's decision steps on two algorithms' nested score sets; returns (replicates, family)."""
@@ -334,6 +363,10 @@ def main() -> None:
                          "under the null, nested budgets with rho 0.7; null FWER, IQM coverage, crossing power)")
     ap.add_argument("--n-budgets", default="2", help="budget counts for --shapes (comma list)")
     ap.add_argument("--n-algorithms", type=int, default=3, help="algorithms for --shapes")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
+                         "often members' own p-values fall below alpha and alpha / m")
+    ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
     ap.add_argument("--df-rule", default="welch", choices=("welch", "half"),
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction); measurement only")
@@ -377,11 +410,16 @@ def shape_table(args, sims: int) -> None:
                     for n_budgets in (int(x) for x in args.n_budgets.split(",")):
                         t0 = time.perf_counter()
                         r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,
-                                       args.n_algorithms)
+                                       args.n_algorithms, power_too=not args.null_only)
                         pairs = args.n_algorithms * (args.n_algorithms - 1) // 2
                         m = pairs * (2 * n_budgets - 1)
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "
-                              f"{r['cover']:>19}  {r['power']:>19}  {time.perf_counter() - t0:5.0f}", flush=True)
+                              f"{r['cover']:>19}  {r['power'] if not args.null_only else 'not run':>19}  "
+                              f"{time.perf_counter() - t0:5.0f}", flush=True)
+                        if args.diagnose:
+                            d = r["diagnostics"]
+                            print(f"    null false findings: orderings {rate(d['fwer_orderings'], sims)}, changes "
+                                  f"{rate(d['fwer_changes'], sims)}; {diagnostics_line(d)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 # one thread each): run it again after a kill and every finished run is kept.
 #   scripts/fidelity_minatar.sh builtin     # the SB3 side: rlaudit run into $STORE (a normal sweep)
 #   scripts/fidelity_minatar.sh reference   # Dopamine's agents: rlaudit fidelity --reference-only
-# One seed at a time (both games), so that partial results cover both games; C51 first (issue 23's open
-# question), then DQN, then QR-DQN, IQN and Dopamine's Rainbow.
+# One seed at a time (both games), so that partial results cover both games; DQN first, then C51 (the two the
+# JAX backend's equivalence check needs), then QR-DQN, IQN and Dopamine's Rainbow (ALGOS="..." to choose).
 # Environment: RLAUDIT (the rlaudit command; default: python -m rlaudit with this checkout), STORE (default
 # sweeps/fidelity-minatar-100k/store.sqlite).
 set -u
@@ -14,7 +14,7 @@ STORE=${STORE:-sweeps/fidelity-minatar-100k/store.sqlite}
 PY=${PYTHON:-/work/main/.venv/bin/python}
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 RL="nice -n 10 $PY -m rlaudit"
-ALGOS="C51 DQN QRDQN IQN DopamineRainbow"
+ALGOS=${ALGOS:-"DQN C51 QRDQN IQN DopamineRainbow"}
 label() { case $1 in QRDQN) echo "QR-DQN";; DopamineRainbow) echo "Rainbow (Dopamine)";; *) echo "$1";; esac; }
 case ${1:-} in
   builtin)

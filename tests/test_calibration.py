@@ -127,8 +127,13 @@ def test_collapsed_seeds_five_tasks_five_runs_keep_the_bands(calibration_bench):
     intervals' coverage in [93 %, 97 %], within a 1 % binomial margin."""
     import scipy.stats
 
-    r = calibration_bench.shape_cell("collapsed", "expanded", 5, 5, 2, sims=200, reps=4_000, power_too=False)["counts"]
+    cell = calibration_bench.shape_cell("collapsed", "expanded", 5, 5, 2, sims=200, reps=4_000, power_too=False)
+    r, d = cell["counts"], cell["diagnostics"]
     assert r["fwer"] <= scipy.stats.binom.ppf(0.99, r["sims"], 0.05), r
+    # the null diagnostics (docs/audit.md, "Where the excess comes from") count every member of every audit
+    assert (d["n_orderings"], d["n_changes"]) == (200 * 3 * 2, 200 * 3 * 1)
+    assert max(d["fwer_orderings"], d["fwer_changes"]) <= r["fwer"] <= d["fwer_orderings"] + d["fwer_changes"]
+    assert d["orderings_below"][1] <= d["orderings_below"][0] and d["levels"] == (0.05, 0.05 / 9)
     low = scipy.stats.binom.ppf(0.01, r["n_cover"], 0.93)
     high = scipy.stats.binom.ppf(0.99, r["n_cover"], 0.97)
     assert low <= r["cover"] <= high, r

@@ -231,27 +231,26 @@ def test_minatar_network_is_one_conv_and_glorot_bounds():
 # ------------------------------------------------------------------------------------------ training
 def test_dqn_trains_a_batch_of_seeds_and_is_deterministic(tmp_path):
     """Two seeds vmapped: an evaluation per budget each, the same numbers on a second run, and seed 1's numbers
-    do not depend on its batch (trained alone, it gives the same records)."""
-    p = _plan(_protocol(tmp_path))
-    specs = p.runs
-    assert len(specs) == 2 and {s.algorithm.backend for s in specs} == {"jax"}
-    records, outcomes = _train(specs)
+    do not depend on its batch (trained first beside seed 2 instead of second beside seed 0, it gives the same
+    records). Batches of two throughout: a batch of another size is another compiled program (~10 CPU-s)."""
+    specs = _plan(_protocol(tmp_path, seeds=3)).runs
+    assert [s.seed for s in specs] == [0, 1, 2] and {s.algorithm.backend for s in specs} == {"jax"}
+    records, outcomes = _train(specs[:2])
     assert [o.env_steps for o in outcomes] == [600, 600]
     by_run = {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in records}
-    assert sorted(by_run) == sorted((s.run_id, b) for s in specs for b in (300, 600))
-    again, _ = _train(specs)
+    assert sorted(by_run) == sorted((s.run_id, b) for s in specs[:2] for b in (300, 600))
+    again, _ = _train(specs[:2])
     assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in again} == by_run
-    alone, _ = _train(specs[1:])
-    assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in alone} == \
+    moved, _ = _train(specs[1:])
+    assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in moved if r.run_id == specs[1].run_id} == \
         {k: v for k, v in by_run.items() if k[0] == specs[1].run_id}
 
 
-# One compiled program per case, ~10 CPU-s each: C51 alone trains in the driver test below, plain DQN in the
-# determinism test, QR-DQN's head in the DQNFamily case (with every component), the expected-value losses in
-# test_expected_value_targets_and_losses.
+# One compiled program per case, ~10-20 CPU-s each: plain DQN trains in the determinism test, the C51 head (as
+# Dopamine's Rainbow: with prioritized replay and 3-step returns) in the driver test below, QR-DQN's head in the
+# DQNFamily case (with every component), the expected-value losses in test_expected_value_targets_and_losses.
 @pytest.mark.parametrize("algo,extra", [
     ("IQN", ", n_tau = 4, n_tau_target = 4, n_tau_act = 4, n_cos = 8, iqn_post_layers = 0"),
-    ("DopamineRainbow", ", n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4"),
     ("DQNFamily", ", distributional = 'qr', n_quantiles = 8, double = true, dueling = true, prioritized = true, "
                   "n_steps = 3, max_grad_norm = inf, exploration_schedule = 'dopamine', epsilon_decay_steps = 200"),
 ])
@@ -263,19 +262,19 @@ def test_every_agent_trains_and_evaluates(tmp_path, algo, extra):
 
 
 def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(tmp_path, monkeypatch):
-    """`rlaudit run` with backend jax: two batches (DQN, C51); C51's program fails to build (as a compile
-    failure would), DQN's runs finish; the store has DQN's evaluations and C51's runs failed with the error;
-    a second run retries only C51."""
+    """`rlaudit run` with backend jax: two batches (DQN, Dopamine's Rainbow); Rainbow's program fails to build (as
+    a compile failure would), DQN's runs finish; the store has DQN's evaluations and Rainbow's runs failed with
+    the error; a second run retries only Rainbow, which trains (the C51 head, prioritized replay, n-step)."""
     from rlaudit.run import driver
     from rlaudit.run.backends.jax import training
     from rlaudit.run.executors import LocalExecutor
-    from rlaudit.store.export import store_status
+    from rlaudit.store.export import export_table, store_status
 
     text = _protocol(tmp_path).read_text() + textwrap.dedent("""
         [[algorithms]]
-        name = "C51"
-        hyperparams = { learning_starts = 100, buffer_size = 1000, batch_size = 8, n_atoms = 5 }
-        policy_kwargs = { net_arch = [8] }
+        name = "DopamineRainbow"
+        hyperparams = { learning_starts = 100, buffer_size = 1000, batch_size = 8, target_update_interval = 100, exploration_fraction = 0.5, n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4 }
+        policy_kwargs = { net_arch = [16] }
         """)
     path = tmp_path / "two.toml"
     path.write_text(text)
@@ -291,7 +290,7 @@ def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(
     with pytest.raises(Exception, match="2 of 4 runs failed"):
         driver.run_plan(_plan(path), store, LocalExecutor(workers=1))
     status = store_status(store).set_index("algorithm")
-    assert (status.loc["DQN", "done"], status.loc["C51", "failed"]) == (2, 2)
+    assert (status.loc["DQN", "done"], status.loc["DopamineRainbow", "failed"]) == (2, 2)
     from rlaudit.store.export import failures
 
     errors = dict(failures(store))
@@ -299,6 +298,9 @@ def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(
     monkeypatch.setattr(training, "program", real)
     summary = driver.run_plan(_plan(path), store, LocalExecutor(workers=1))
     assert summary.skipped == 2 and summary.done == 2
+    scores = export_table(store).frame
+    rainbow = scores[scores.algorithm == "DopamineRainbow"]
+    assert len(rainbow) == 4 and np.isfinite(rainbow.score).all()
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -326,6 +328,22 @@ def test_validate_refuses_what_the_jax_backend_cannot_run(tmp_path, change, mess
     with pytest.raises(InputError) as err:
         check_runnable(load_protocol(path))
     assert message in str(err.value)
+
+
+def test_validate_gives_the_plans_cost_on_each_backend(tmp_path):
+    """A MinAtar DQN protocol on jax is also costed on sb3, and the same one on sb3 is costed on jax."""
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    on_jax = _protocol(tmp_path)
+    on_sb3 = tmp_path / "sb3.toml"
+    on_sb3.write_text(on_jax.read_text().replace('backend = "jax"\n', ""))
+    for path, used, other in ((on_jax, "jax", "sb3"), (on_sb3, "sb3", "jax")):
+        result = CliRunner().invoke(main, ["validate", str(path), "--store", str(tmp_path / "none.sqlite")])
+        assert result.exit_code == 0, result.output
+        assert f" on backend {used} (steps/s: " in result.output
+        assert f"  on backend {other}: about " in result.output, result.output
 
 
 def test_one_entry_cannot_mix_backends_across_its_regimes(tmp_path):

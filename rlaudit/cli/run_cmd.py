@@ -57,10 +57,32 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
         echo(f"store: {store_path}")
         return
     seconds, source = estimate_seconds(specs, workers)
+    used = sorted({s.algorithm.backend for s in specs})
     echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
-         f"(steps/s: {source}; evaluation episodes counted at their time limit)")
+         f"on backend {', '.join(used)} (steps/s: {source}; evaluation episodes counted at their time limit)")
+    _other_backends(p, specs, used, workers, echo)
     echo(f"store: {store_path}")
     _warn_if_large(specs, workers, seconds)
+
+
+def _other_backends(protocol, specs, used: list[str], workers: int, echo) -> None:
+    """The plan's cost on every other backend that can run all of it, or why one cannot (one line each)."""
+    import dataclasses
+
+    from rlaudit.protocol.loader import backend_refusal
+    from rlaudit.run.backends import backend_names
+    from rlaudit.run.driver import estimate_seconds, format_duration
+
+    for name in backend_names():
+        if used == [name]:
+            continue
+        why = backend_refusal(protocol, name)
+        if why:
+            echo(f"  on backend {name}: cannot run this plan ({why})")
+            continue
+        moved = [dataclasses.replace(s, algorithm=dataclasses.replace(s.algorithm, backend=name)) for s in specs]
+        seconds, source = estimate_seconds(moved, workers)
+        echo(f"  on backend {name}: about {format_duration(seconds)} with the same workers (steps/s: {source})")
 
 
 def _warn_if_large(specs, workers: int, seconds: float | None = None) -> None:

@@ -479,6 +479,46 @@ def check_runnable(protocol: Protocol) -> None:
         return
     from rlaudit.algorithms import get_spec
     from rlaudit.run.backends import get_backend
+
+    where = protocol.path
+    tasks = _runnable_tasks(protocol)
+    for i, a in enumerate(protocol.algorithms):
+        at = f"{where}: algorithms[{i}]"
+        try:
+            spec = get_spec(a.name)
+            spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
+        except InputError as exc:
+            raise InputError(f"{at}.name: {exc}") from None
+        if a.backend not in spec.backends:
+            raise InputError(f"{at}.backend: {a.name} has no {a.backend!r} backend; backends that can run it: "
+                             f"{', '.join(spec.backends)}")
+        get_backend(a.backend).check(a, spec, tasks, protocol.evaluation, at)
+
+
+def backend_refusal(protocol: Protocol, backend: str) -> str | None:
+    """Why ``backend`` cannot run every ``[[algorithms]]`` entry of the (runnable) ``protocol``, in one line, or
+    ``None`` when it can: for ``rlaudit validate``'s cost of the plan on each backend."""
+    from rlaudit.algorithms import get_spec
+    from rlaudit.run.backends import get_backend
+
+    b = get_backend(backend)
+    missing = b.missing_dependency()
+    if missing:
+        return missing
+    tasks = _runnable_tasks(protocol)
+    for i, a in enumerate(protocol.algorithms):
+        spec = get_spec(a.name)
+        if backend not in spec.backends:
+            return f"{a.label}: {a.name} has no {backend!r} backend"
+        try:
+            b.check(a, spec, tasks, protocol.evaluation, f"algorithms[{i}]")
+        except InputError as exc:
+            return str(exc)
+    return None
+
+
+def _runnable_tasks(protocol: Protocol) -> list:
+    """``(where, Task, TaskSpec, action space)`` of every task of ``protocol``, each checked buildable."""
     from rlaudit.run.envs import action_space_of, check_task
     from rlaudit.run.spec import TaskSpec
 
@@ -496,14 +536,4 @@ def check_runnable(protocol: Protocol) -> None:
             raise InputError(f"{where}: tasks[{i}]: cannot build {t.id!r} with kwargs {t.kwargs!r}: "
                              f"{type(exc).__name__}: {exc}") from None
         tasks.append((f"{where}: tasks[{i}]", t, ts, space))
-    for i, a in enumerate(protocol.algorithms):
-        at = f"{where}: algorithms[{i}]"
-        try:
-            spec = get_spec(a.name)
-            spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
-        except InputError as exc:
-            raise InputError(f"{at}.name: {exc}") from None
-        if a.backend not in spec.backends:
-            raise InputError(f"{at}.backend: {a.name} has no {a.backend!r} backend; backends that can run it: "
-                             f"{', '.join(spec.backends)}")
-        get_backend(a.backend).check(a, spec, tasks, protocol.evaluation, at)
+    return tasks
