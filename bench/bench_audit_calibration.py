@@ -367,11 +367,25 @@ def main() -> None:
                     help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
                          "often members' own p-values fall below alpha and alpha / m")
     ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
+    ap.add_argument("--data-seed", type=int, default=0,
+                    help="--shapes: seed of the simulated data sets (the committed tables use 0; another seed draws "
+                         "fresh data sets, e.g. to re-measure a cell that was singled out for its high rate)")
     ap.add_argument("--df-rule", default="welch", choices=("welch", "half"),
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction); measurement only")
+    ap.add_argument("--candidate", default=None, choices=("permutation",),
+                    help="--shapes: instead of the audit, the orderings alone by a permutation max-T (2,000 "
+                         "relabellings of runs between algorithms within each task) on the same data sets: "
+                         "null FWER of the orderings and crossing power; measurement only")
+    ap.add_argument("--p-rule", default="percentile", choices=("percentile", "symmetric"),
+                    help="candidate bootstrap p-value of a member: percentile (the default's: 2 x the smaller tail "
+                         "of D* beyond 0), symmetric (#{|D* - c| >= |c|} with c the replicates' mean, Hall & "
+                         "Wilson's centred two-sided test); measurement only, decisions only (the intervals stay "
+                         "percentile, so interval and decision are not dual under it)")
     args = ap.parse_args()
     sims = 100 if args.quick else args.sims
+    if args.p_rule == "symmetric":
+        _symmetric_p_values()
     if args.df_rule == "half":
         from rlaudit.stats import bootstrap as _bootstrap
 
@@ -395,10 +409,88 @@ def main() -> None:
                       f"{r['power']:>19}  {r['chg_pow']:>19}  {rn:>26}  {time.perf_counter() - t0:5.0f}", flush=True)
 
 
+def permutation_orderings(sets_by_algorithm: dict[str, list], n_perm: int, alpha: float,
+                          rng: np.random.Generator) -> dict[tuple[int, str, str], str]:
+    """Candidate (``--candidate permutation``): the orderings alone, decided by a permutation max-T.
+
+    ``sets_by_algorithm[a][i]`` is algorithm ``a``'s runs at budget ``i``: one array of shape ``(n_runs,)`` per
+    task (equal ``n_runs``). Within each task the runs of all algorithms are permuted between the algorithms,
+    each run keeping its scores at every budget (its seed's trajectory); a permutation changes no score, so
+    under identical algorithms every relabelling is equally likely and the family-wise error is exact. The
+    statistic of an ordering (budget ``i``, pair ``a, b``) is the difference of pooled IQMs over the spread of
+    its permutation distribution; Westfall & Young's step-down on the maximum. Changes between budgets are not
+    tested (their null is not exchangeability). Returns ``(i, a, b) -> "a>b" | "b>a" | "inconclusive"``."""
+    names = list(sets_by_algorithm)
+    x = np.stack([np.stack([np.stack(budget_sets) for budget_sets in sets_by_algorithm[a]], axis=-1)
+                  for a in names])  # (A, T, N, B)
+    n_alg, n_tasks, n_runs, n_budgets = x.shape
+    pooled = x.transpose(1, 0, 2, 3).reshape(n_tasks, n_alg * n_runs, n_budgets)  # (T, A*N, B)
+    order = np.argsort(rng.random((n_perm, n_tasks, n_alg * n_runs)), axis=2)
+    order[0] = np.arange(n_alg * n_runs)  # the observed labelling is one of the permutations
+    perm = np.take_along_axis(pooled[None], order[..., None], axis=2)  # (P, T, A*N, B)
+    perm = perm.reshape(n_perm, n_tasks, n_alg, n_runs, n_budgets).transpose(0, 2, 1, 3, 4)
+    perm = np.sort(perm.reshape(n_perm, n_alg, n_tasks * n_runs, n_budgets), axis=2)
+    cut = int(0.25 * n_tasks * n_runs)  # scipy.stats.trim_mean's floor, as the audit's IQM
+    iqm = perm[:, :, cut:n_tasks * n_runs - cut].mean(axis=2)  # (P, A, B)
+    members = [(i, a, b) for i in range(n_budgets) for ai, a in enumerate(names) for b in names[ai + 1:]]
+    d = np.stack([iqm[:, names.index(a), i] - iqm[:, names.index(b), i] for i, a, b in members], axis=1)
+    t = np.abs(d) / np.maximum(d.std(axis=0), 1e-300)  # (P, m)
+    observed = t[0]
+    steps = np.argsort(-observed, kind="stable")
+    running = np.zeros(n_perm)
+    adjusted = np.empty(len(members))
+    for k in steps[::-1]:  # from the smallest observed statistic up: maxima over the members still in play
+        np.maximum(running, t[:, k], out=running)
+        adjusted[k] = np.count_nonzero(running >= observed[k]) / n_perm
+    adjusted[steps] = np.maximum.accumulate(adjusted[steps])
+    return {m: ("inconclusive" if adjusted[j] >= alpha else "a>b" if d[0, j] > 0 else "b>a")
+            for j, m in enumerate(members)}
+
+
+def permutation_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, n_perm: int = 2_000,
+                     n_algorithms: int = 3, seed: int = 0) -> dict:
+    """Null FWER of the orderings and crossing power of :func:`permutation_orderings`, on the data sets of
+    :func:`shape_cell` (same generator and draw order)."""
+    bench = ShapeBenchmark.make(shape, n_tasks)
+    growth = tuple(np.linspace(1.0, 2.0, n_budgets))
+    sd = bench.sd()
+    names = [chr(ord("A") + k) for k in range(n_algorithms)]
+    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
+    fwer = power = 0
+    for sim in range(sims):
+        null = {a: bench.draw(rng, n_runs, growth) for a in names}
+        decided = permutation_orderings(null, n_perm, 0.05, np.random.default_rng([sim, 1]))
+        fwer += any(v != "inconclusive" for v in decided.values())
+        shifts = [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
+                  for i, g in enumerate(growth)]
+        sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
+        decided = permutation_orderings(sets, n_perm, 0.05, np.random.default_rng([sim, 2]))
+        power += decided[(0, "A", "B")] == "a>b" and decided[(n_budgets - 1, "A", "B")] == "b>a"
+    return {"fwer": rate(fwer, sims), "power": rate(power, sims), "counts": {"fwer": fwer, "power": power, "sims": sims}}
+
+
+def _symmetric_p_values() -> None:
+    """Swap the engine's tail counts for symmetric ones (``--p-rule symmetric``): a member's p-value becomes
+    ``(#{|D* - c| >= |c|} + 1) / (n + 1)`` and each replicate's null value ``#{|D* - c| >= |D*_r - c|}``, with
+    ``c`` the mean of the member's replicates ``D*`` (shape ``(reps,)``) standing in for its point estimate."""
+    from rlaudit.audit import engine
+
+    def tail_counts(d: np.ndarray) -> tuple[float, float]:
+        c = float(np.mean(d))
+        k = int(np.count_nonzero(np.abs(d - c) >= abs(c)))
+        return k / 2.0, k / 2.0
+
+    def null_tails(d: np.ndarray) -> np.ndarray:
+        a = np.abs(d - float(np.mean(d)))
+        return (d.size - np.searchsorted(np.sort(a), a, side="left")) / 2.0
+
+    engine.tail_counts, engine.null_tails = tail_counts, null_tails
+
+
 def shape_table(args, sims: int) -> None:
     """The data-shape calibration table (``--shapes``)."""
     print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
-          f"df rule {args.df_rule}, "
+          f"df rule {args.df_rule}, p rule {args.p_rule}, data seed {args.data_seed}, "
           f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
           f"rates in % with 95% Clopper-Pearson intervals")
     print(f"{'shape':10} {'method':10} {'tasks':>5} {'N':>3} {'budgets':>7} {'tests':>5}  {'null fwer (<=5)':>19}  "
@@ -409,8 +501,16 @@ def shape_table(args, sims: int) -> None:
                 for n_runs in (int(x) for x in args.runs.split(",")):
                     for n_budgets in (int(x) for x in args.n_budgets.split(",")):
                         t0 = time.perf_counter()
+                        if args.candidate == "permutation":
+                            r = permutation_cell(shape, n_tasks, n_runs, n_budgets, sims, n_algorithms=args.n_algorithms,
+                                                 seed=args.data_seed)
+                            m = args.n_algorithms * (args.n_algorithms - 1) // 2 * n_budgets
+                            print(f"{shape:10} {'perm-maxT':10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  "
+                                  f"{r['fwer']:>19}  {'(orderings only)':>19}  {r['power']:>19}  "
+                                  f"{time.perf_counter() - t0:5.0f}", flush=True)
+                            continue
                         r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,
-                                       args.n_algorithms, power_too=not args.null_only)
+                                       args.n_algorithms, seed=args.data_seed, power_too=not args.null_only)
                         pairs = args.n_algorithms * (args.n_algorithms - 1) // 2
                         m = pairs * (2 * n_budgets - 1)
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "

@@ -149,3 +149,19 @@ def test_verdict_states_the_measured_error_where_the_matching_row_misses_the_nom
                     "at 92.6 %, not the nominal ones")
     assert supported_error_note({"calibration": {"shapes": [{"shape": "collapsed"}], "row": ROWS[2].to_dict()}}) == ""
     assert supported_error_note({}) == ""  # an audit.json written before the calibration was recorded
+
+
+def test_permutation_candidate_decides_a_clear_gap_and_nothing_between_equal_runs(calibration_bench):
+    """The permutation max-T candidate of the bench (docs/audit.md, "Where the excess comes from"): runs shifted
+    far apart are ordered, the same runs under two names are not, and the p-value is never below 1 / n_perm."""
+    rng = np.random.default_rng(0)
+    base = [[rng.gamma(2.0, 1.0, 4) for _ in range(3)]]  # one budget, 3 tasks, 4 runs
+    far = {"A": [[x + 100.0 for x in base[0]]], "B": base}
+    decided = calibration_bench.permutation_orderings(far, 500, 0.05, np.random.default_rng(1))
+    assert decided == {(0, "A", "B"): "a>b"}
+    same = {"A": base, "B": [[x.copy() for x in base[0]]]}
+    assert calibration_bench.permutation_orderings(same, 500, 0.05, np.random.default_rng(1)) == \
+        {(0, "A", "B"): "inconclusive"}
+    tiny = {"A": [[np.array([1.0, 2.0])]], "B": [[np.array([3.0, 4.0])]]}  # 6 labellings: p >= 1/6 at best
+    assert calibration_bench.permutation_orderings(tiny, 200, 0.05, np.random.default_rng(1)) == \
+        {(0, "A", "B"): "inconclusive"}
