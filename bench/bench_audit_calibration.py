@@ -198,6 +198,14 @@ def audit_many(sets_by_algorithm: dict[str, list], settings: AuditSettings, reps
     return boot, decide_family(sel, boot, settings, "iqm")
 
 
+def crossing_shifts(sd: np.ndarray, growth) -> list[np.ndarray]:
+    """Per budget, the planted crossing's shift of A's runs per task (``sd``: shape ``(n_tasks,)``): ahead by
+    0.5 SD at the first budget, behind by 0.5 SD at the last, linear between (ahead by 0.5 SD with one budget)."""
+    n_budgets = len(growth)
+    return [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
+            for i, g in enumerate(growth)]
+
+
 def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int,
                correction: str = "maxt", n_algorithms: int = 3, seed: int = 0, power_too: bool = True) -> dict:
     """Null FWER (``n_algorithms`` identical), 95 % IQM coverage of A, and planted-crossing power (A ahead of the
@@ -235,8 +243,7 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
             diag[f"n_{kind}"] += len(rows)
             for k, level in enumerate(levels):
                 diag[f"{kind}_below"][k] += sum(r["p_value"] < level for r in rows)
-        shifts = [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
-                  for i, g in enumerate(growth)]
+        shifts = crossing_shifts(sd, growth)
         sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
         if not power_too:  # drawn all the same, so that the null data sets are those of the full cell
             continue
@@ -461,8 +468,7 @@ def permutation_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims
         null = {a: bench.draw(rng, n_runs, growth) for a in names}
         decided = permutation_orderings(null, n_perm, 0.05, np.random.default_rng([sim, 1]))
         fwer += any(v != "inconclusive" for v in decided.values())
-        shifts = [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
-                  for i, g in enumerate(growth)]
+        shifts = crossing_shifts(sd, growth)
         sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
         decided = permutation_orderings(sets, n_perm, 0.05, np.random.default_rng([sim, 2]))
         power += decided[(0, "A", "B")] == "a>b" and decided[(n_budgets - 1, "A", "B")] == "b>a"

@@ -477,44 +477,42 @@ def check_runnable(protocol: Protocol) -> None:
     """
     if protocol.is_published:
         return
-    from rlaudit.algorithms import get_spec
-    from rlaudit.run.backends import get_backend
-
-    where = protocol.path
-    tasks = _runnable_tasks(protocol)
-    for i, a in enumerate(protocol.algorithms):
-        at = f"{where}: algorithms[{i}]"
-        try:
-            spec = get_spec(a.name)
-            spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
-        except InputError as exc:
-            raise InputError(f"{at}.name: {exc}") from None
-        if a.backend not in spec.backends:
-            raise InputError(f"{at}.backend: {a.name} has no {a.backend!r} backend; backends that can run it: "
-                             f"{', '.join(spec.backends)}")
-        get_backend(a.backend).check(a, spec, tasks, protocol.evaluation, at)
+    _check_algorithms(protocol, _runnable_tasks(protocol))
 
 
 def backend_refusal(protocol: Protocol, backend: str) -> str | None:
     """Why ``backend`` cannot run every ``[[algorithms]]`` entry of the (runnable) ``protocol``, in one line, or
     ``None`` when it can: for ``rlaudit validate``'s cost of the plan on each backend."""
+    from rlaudit.run.backends import get_backend
+
+    missing = get_backend(backend).missing_dependency()
+    if missing:
+        return missing
+    try:
+        _check_algorithms(protocol, _runnable_tasks(protocol), backend)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def _check_algorithms(protocol: Protocol, tasks: list, backend: str | None = None) -> None:
+    """Check every ``[[algorithms]]`` entry against the registry and a backend (its own, or ``backend`` for all)
+    on ``tasks`` (:func:`_runnable_tasks`). Raises :class:`InputError` naming the file and the field."""
     from rlaudit.algorithms import get_spec
     from rlaudit.run.backends import get_backend
 
-    b = get_backend(backend)
-    missing = b.missing_dependency()
-    if missing:
-        return missing
-    tasks = _runnable_tasks(protocol)
     for i, a in enumerate(protocol.algorithms):
-        spec = get_spec(a.name)
-        if backend not in spec.backends:
-            return f"{a.label}: {a.name} has no {backend!r} backend"
+        at = f"{protocol.path}: algorithms[{i}]"
         try:
-            b.check(a, spec, tasks, protocol.evaluation, f"algorithms[{i}]")
+            spec = get_spec(a.name)
+            spec.load()  # a plugin that cannot import: name the protocol's field, then what failed
         except InputError as exc:
-            return str(exc)
-    return None
+            raise InputError(f"{at}.name: {exc}") from None
+        name = backend or a.backend
+        if name not in spec.backends:
+            raise InputError(f"{at}.backend: {a.name} has no {name!r} backend; backends that can run it: "
+                             f"{', '.join(spec.backends)}")
+        get_backend(name).check(a, spec, tasks, protocol.evaluation, at)
 
 
 def _runnable_tasks(protocol: Protocol) -> list:
