@@ -389,8 +389,14 @@ def main() -> None:
                          "of D* beyond 0), symmetric (#{|D* - c| >= |c|} with c the replicates' mean, Hall & "
                          "Wilson's centred two-sided test); measurement only, decisions only (the intervals stay "
                          "percentile, so interval and decision are not dual under it)")
+    ap.add_argument("--resampling", default="multinomial", choices=("multinomial", "bayesian"),
+                    help="candidate resampling of runs within a task: multinomial (the default's stratified "
+                         "bootstrap), bayesian (Rubin's Bayesian bootstrap: Dirichlet(1, ..., 1) weights on a "
+                         "task's runs, scaled to its run count, in place of resample counts); measurement only")
     args = ap.parse_args()
     sims = 100 if args.quick else args.sims
+    if args.resampling == "bayesian":
+        _bayesian_weights()
     if args.p_rule == "symmetric":
         _symmetric_p_values()
     if args.df_rule == "half":
@@ -475,6 +481,23 @@ def permutation_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims
     return {"fwer": rate(fwer, sims), "power": rate(power, sims), "counts": {"fwer": fwer, "power": power, "sims": sims}}
 
 
+def _bayesian_weights() -> None:
+    """Swap the engine's stratified resample counts for Bayesian-bootstrap weights (``--resampling bayesian``).
+
+    Per replicate and task, the task's ``n_m`` runs get weights ``n_m · g_i / Σ g`` with ``g_i`` standard
+    exponential, i.e. ``n_m`` times a Dirichlet(1, …, 1) draw (Rubin 1981): real-valued multiplicities that sum to
+    the task's run count as resample counts do, so every aggregate (task means, the pooled IQM's cumulative
+    clipping) reads them unchanged. Shape ``(n, n_scores)`` like :meth:`_Layout.draw_counts`."""
+    from rlaudit.stats import bootstrap
+
+    def draw_weights(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        g = rng.standard_exponential((n, self.n_scores))
+        totals = np.add.reduceat(g, self.offsets, axis=1)  # (n, n_tasks)
+        return g / np.repeat(totals, self.n_runs, axis=1) * self.n_rep_f
+
+    bootstrap._Layout.draw_counts = draw_weights
+
+
 def _symmetric_p_values() -> None:
     """Swap the engine's tail counts for symmetric ones (``--p-rule symmetric``): a member's p-value becomes
     ``(#{|D* - c| >= |c|} + 1) / (n + 1)`` and each replicate's null value ``#{|D* - c| >= |D*_r - c|}``, with
@@ -496,7 +519,7 @@ def _symmetric_p_values() -> None:
 def shape_table(args, sims: int) -> None:
     """The data-shape calibration table (``--shapes``)."""
     print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
-          f"df rule {args.df_rule}, p rule {args.p_rule}, data seed {args.data_seed}, "
+          f"df rule {args.df_rule}, p rule {args.p_rule}, resampling {args.resampling}, data seed {args.data_seed}, "
           f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
           f"rates in % with 95% Clopper-Pearson intervals")
     print(f"{'shape':10} {'method':10} {'tasks':>5} {'N':>3} {'budgets':>7} {'tests':>5}  {'null fwer (<=5)':>19}  "

@@ -5,8 +5,9 @@
 #   scripts/fidelity_minatar.sh reference   # Dopamine's agents: rlaudit fidelity --reference-only
 # One seed at a time (both games), so that partial results cover both games; DQN first, then C51 (the two the
 # JAX backend's equivalence check needs), then QR-DQN, IQN and Dopamine's Rainbow (ALGOS="..." to choose).
-# Environment: RLAUDIT (the rlaudit command; default: python -m rlaudit with this checkout), STORE (default
-# sweeps/fidelity-minatar-100k/store.sqlite).
+# Environment: PYTHON (default: this checkout's .venv), STORE (default sweeps/fidelity-minatar-100k/store.sqlite),
+# SEEDS (default "0 1 2 3 4 5 6 7 8 9"), WORKERS (processes at a time, default 1; 2 trains both games of a seed at
+# once).
 set -u
 cd "$(dirname "$0")/.."
 PROTOCOL=protocols/fidelity/minatar-100k.toml
@@ -15,18 +16,20 @@ PY=${PYTHON:-/work/main/.venv/bin/python}
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 RL="nice -n 10 $PY -m rlaudit"
 ALGOS=${ALGOS:-"DQN C51 QRDQN IQN DopamineRainbow"}
+SEEDS=${SEEDS:-"0 1 2 3 4 5 6 7 8 9"}
+WORKERS=${WORKERS:-1}
 label() { case $1 in QRDQN) echo "QR-DQN";; DopamineRainbow) echo "Rainbow (Dopamine)";; *) echo "$1";; esac; }
 case ${1:-} in
   builtin)
     for a in $ALGOS; do
-      for s in 0 1 2 3 4 5 6 7 8 9; do
-        $RL run "$PROTOCOL" --store "$STORE" --workers 1 --only "algo=$(label "$a"),seed=$s"
+      for s in $SEEDS; do
+        $RL run "$PROTOCOL" --store "$STORE" --workers "$WORKERS" --only "algo=$(label "$a"),seed=$s"
       done
     done ;;
   reference)
     for a in $ALGOS; do
-      for s in 0 1 2 3 4 5 6 7 8 9; do
-        $RL fidelity "$a" --against dopamine --protocol "$PROTOCOL" --store "$STORE" --workers 1 --seeds "$s" \
+      for s in $SEEDS; do
+        $RL fidelity "$a" --against dopamine --protocol "$PROTOCOL" --store "$STORE" --workers "$WORKERS" --seeds "$s" \
           --reference-only || echo "($a seed $s: compared once both sides have 2 seeds)"
       done
     done ;;

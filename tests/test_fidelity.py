@@ -288,6 +288,28 @@ def test_fidelity_end_to_end_self(tmp_path):
     assert again.exit_code == 0, again.output
     assert "3 of 3 runs already done" in again.output
     assert json.loads(store.with_name("fidelity-DQN-self.json").read_text()) == doc
+    # the reference store records the harness revision that trained it ...
+    with sqlite3.connect(ref_store) as con:
+        assert con.execute("SELECT value FROM meta WHERE key='reference_revision'").fetchone() == (
+            "self harness revision 1",)
+    # ... and runs of another revision are neither resumed nor compared: one line, exit 2
+    from dataclasses import replace
+
+    from rlaudit.fidelity import check_reference_revision
+
+    with pytest.raises(InputError, match="its runs were trained by self harness revision 1, not self harness "
+                                         "revision 2"):
+        check_reference_revision(ref_store, replace(REFERENCES["self"], revision=2))
+    with sqlite3.connect(ref_store) as con:
+        con.execute("DELETE FROM meta WHERE key='reference_revision'")  # a store from before revisions: 1
+    check_reference_revision(ref_store, REFERENCES["self"])
+    with sqlite3.connect(ref_store) as con:
+        con.execute("INSERT INTO meta(key, value) VALUES ('reference_revision', 'self harness revision 0')")
+    for extra in ([], ["--compare-only"]):
+        r = _cli(args + extra)
+        assert r.exit_code == 2, r.output
+        assert r.output.count("\n") == 1 and "not self harness revision 1" in r.output and "move the store aside" \
+            in r.output
 
 
 @pytest.mark.slow  # ~150 s: three interpreters importing TensorFlow and JAX; test_fidelity_end_to_end_self covers the path
@@ -299,6 +321,60 @@ def test_fidelity_end_to_end_dopamine(tmp_path):
     with sqlite3.connect(ref_store) as con:
         rows = con.execute("SELECT returns FROM evaluations").fetchall()
     assert len(rows) == 3 and all(len(json.loads(x)) == 3 for (x,) in rows)
+
+
+@pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
+def test_dopamine_reference_stores_the_episodes_last_transition():
+    """dopamine-rl 4.1.2's end_episode loses the last transition and flags the one before as terminal
+    (google/dopamine#228); the harness stores every transition once, the terminal flag on the last, as Dopamine 3's
+    replay (which the published runs used) did. Both halves are checked, so a dopamine-rl that fixes its
+    accumulator fails the first and says so."""
+    import subprocess
+
+    from rlaudit.fidelity.references import worker_environment
+
+    code = """
+import functools, types
+import gin
+import numpy as np
+from dopamine.jax.agents.dqn import dqn_agent
+from rlaudit.fidelity.dopamine_backend import DopamineAgent, MinAtarDQNNetwork
+
+gin.bind_parameter("ReplayBuffer.max_capacity", 100)
+gin.bind_parameter("ReplayBuffer.batch_size", 4)
+gin.bind_parameter("ReplayBuffer.compress", False)
+
+def episode(end):
+    net = functools.partial(MinAtarDQNNetwork, torso="flatten", hidden=(8,))
+    agent = dqn_agent.JaxDQNAgent(num_actions=2, observation_shape=(3,), observation_dtype=np.float32,
+                                  stack_size=1, network=net, seed=0, min_replay_history=100)
+    obs = [np.full(3, float(k), dtype=np.float32) for k in range(5)]
+    agent.begin_episode(obs[0])
+    for k in (1, 2, 3):
+        agent.step(10.0 + k - 1, obs[k])  # the reward of the action taken in obs[k - 1]
+    end(agent, 13.0, obs[4])  # the action taken in obs[3] ends the episode in obs[4]
+    for e in agent._replay._memory.values():
+        print(end.__name__, int(e.state.ravel()[0]), float(e.reward), int(e.next_state.ravel()[0]), bool(e.is_terminal))
+
+def dopamine(agent, reward, final):
+    agent.end_episode(reward, True)
+
+def harness(agent, reward, final):
+    DopamineAgent._end_episode(types.SimpleNamespace(agent=agent), reward, final, True)
+
+episode(dopamine)
+episode(harness)
+"""
+    out = subprocess.run([REFERENCES["dopamine"].python(), "-c", code], capture_output=True, text=True,
+                         env=worker_environment(), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("dopamine ", "harness "))]
+    # (state, reward, next state, terminal) per stored transition
+    assert [r[1:] for r in rows if r[0] == "dopamine"] == [
+        ["0", "10.0", "1", "False"], ["1", "11.0", "2", "False"], ["2", "12.0", "3", "True"]]
+    assert [r[1:] for r in rows if r[0] == "harness"] == [
+        ["0", "10.0", "1", "False"], ["1", "11.0", "2", "False"], ["2", "12.0", "3", "False"],
+        ["3", "13.0", "4", "True"]]
 
 
 @pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")

@@ -23,8 +23,12 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 
-__all__ = ["FidelityRun", "compare_stores", "fidelity_warnings", "plan_fidelity", "reference_store_path",
-           "run_fidelity", "write_result"]
+__all__ = ["FidelityRun", "check_reference_revision", "compare_stores", "fidelity_warnings", "plan_fidelity",
+           "reference_store_path", "run_fidelity", "write_result"]
+
+REVISION_KEY = "reference_revision"
+"""``meta`` key of a reference store: the :attr:`~rlaudit.fidelity.references.Reference.revision_text` of the
+harness that wrote its runs."""
 
 
 def fidelity_warnings(algorithms, path=None) -> list[str]:
@@ -68,7 +72,8 @@ def plan_fidelity(protocol_path: str, algorithm: str, against: str, *, store: st
 
     Raises:
         InputError: unknown algorithm or reference, a reference that is not installed (naming the fix), a
-            setting the reference cannot run, a budget the protocol does not evaluate.
+            setting the reference cannot run, a budget the protocol does not evaluate, a reference store
+            trained by another revision of the reference's harness.
     """
     from rlaudit.fidelity.references import get_reference
     from rlaudit.protocol import check_runnable, default_store, load_protocol, plan
@@ -93,7 +98,7 @@ def plan_fidelity(protocol_path: str, algorithm: str, against: str, *, store: st
 
         hp, pk = entry.settings_for(None)
         dopamine_config(entry.name, hp, pk, where=f"{protocol_path}: algorithms[{entry.label}]")
-    version = reference.version()
+    version = f"{reference.version()}; {reference.revision_text}"
     the_plan = plan(protocol)
     only = {"algo": [entry.label]}
     if seeds:
@@ -108,6 +113,7 @@ def plan_fidelity(protocol_path: str, algorithm: str, against: str, *, store: st
     store_path = Path(store) if store else default_store(protocol)
     ref_store = Path(reference_store) if reference_store else reference_store_path(store_path, reference.name,
                                                                                  entry.label)
+    check_reference_revision(ref_store, reference)
     return FidelityRun(protocol, the_plan, entry.name, entry.label, reference, version, store_path, ref_store,
                        int(budget), only)
 
@@ -117,6 +123,54 @@ def reference_store_path(store: Path, reference: str, label: str) -> Path:
     (one per algorithm, so that two algorithms' reference runs can be trained by two processes at once)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
     return store.with_name(f"reference-{reference}-{safe}.sqlite")
+
+
+def _recorded_revision(path: Path, reference) -> str | None:
+    """The harness revision whose runs ``path`` holds: its ``meta.reference_revision``; revision 1 for a store
+    with runs written before revisions were recorded; ``None`` for a missing or empty store."""
+    import sqlite3
+
+    from rlaudit.store.sqlite import check_store_file
+
+    if not path.exists():
+        return None
+    con = check_store_file(path, readonly=True)
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key=?", (REVISION_KEY,)).fetchone()
+        n_runs = con.execute("SELECT count(*) FROM runs WHERE status != 'pending'").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: cannot read the store ({exc})") from None
+    finally:
+        con.close()
+    if row is not None:
+        return row[0]
+    return f"{reference.name} harness revision 1" if n_runs else None
+
+
+def check_reference_revision(path: Path, reference) -> None:
+    """Refuse a reference store whose runs another revision of the reference's harness wrote.
+
+    Raises:
+        InputError: naming the store, both revisions and the fix (move the store aside).
+    """
+    recorded = _recorded_revision(path, reference)
+    if recorded is not None and recorded != reference.revision_text:
+        raise InputError(f"{path}: its runs were trained by {recorded}, not {reference.revision_text} (rlaudit's "
+                         f"side of the reference changed; see rlaudit/fidelity/references.py); move the store aside "
+                         f"and train the reference again, so that the two are never mixed")
+
+
+def _mark_reference_revision(fr: FidelityRun) -> None:
+    """Create the reference store if needed and record the harness revision in its ``meta``."""
+    from rlaudit.store.sqlite import Store
+
+    store = Store.open_for_run(fr.reference_store, fr.protocol)
+    try:
+        with store.transaction() as con:
+            con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
+                        (REVISION_KEY, fr.reference.revision_text))
+    finally:
+        store.close()
 
 
 def _scores(store: Path, label: str, budget: int, seeds: set[str] | None) -> dict[str, list[float]]:
@@ -141,6 +195,7 @@ def compare_stores(fr: FidelityRun, *, alpha: float = 0.05, margin_sd: float = 1
     """
     from rlaudit.fidelity.compare import Fidelity, compare_task, overall_verdict
 
+    check_reference_revision(fr.reference_store, fr.reference)
     seeds = set(fr.only["seed"]) if "seed" in fr.only else None
     ours = _scores(fr.store, fr.label, fr.budget, seeds)
     theirs = _scores(fr.reference_store, fr.label, fr.budget, seeds)
@@ -171,9 +226,12 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
     from rlaudit.run.driver import run_plan
     from rlaudit.run.executors import LocalExecutor
 
+    if train_reference:
+        check_reference_revision(fr.reference_store, fr.reference)
     if train_builtin:
         run_plan(fr.plan, fr.store, LocalExecutor(workers=workers), only=fr.only, console=console)
     if train_reference:
+        _mark_reference_revision(fr)
         # The reference's store holds only this algorithm's runs (all its seeds), so that its status counts them.
         from dataclasses import replace
 

@@ -58,6 +58,15 @@ class Reference:
     """The fix when it is not installed, as a command."""
     probe: str
     """Python statement printing its version; fails when it is not installed."""
+    revision: int = 1
+    """Revision of rlaudit's side of the reference (the loop that drives it, its networks, the settings
+    translation). A reference store records it, and runs of two revisions are never mixed in one store or one
+    comparison (:func:`rlaudit.fidelity.check_reference_revision`)."""
+
+    @property
+    def revision_text(self) -> str:
+        """What a reference store records as ``meta.reference_revision``."""
+        return f"{self.name} harness revision {self.revision}"
 
     def python(self) -> str:
         """Path of the interpreter to run it with."""
@@ -123,6 +132,9 @@ REFERENCES: dict[str, Reference] = {
         probe=("import importlib.metadata as m, dopamine.jax.agents.dqn.dqn_agent, minatar, gymnasium; "
                "print('dopamine-rl ' + m.version('dopamine-rl') + ', jax ' + m.version('jax') + ', flax ' "
                "+ m.version('flax'))"),
+        # 2 (2026-12-02): the episode's last transition is stored as Dopamine 3's replay stored it (dopamine-rl
+        # 4.1.2's accumulator drops it and flags the one before as terminal; DopamineAgent._end_episode).
+        revision=2,
     ),
     "self": Reference(
         name="self",
