@@ -380,10 +380,12 @@ def main() -> None:
     ap.add_argument("--df-rule", default="welch", choices=("welch", "half"),
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction); measurement only")
-    ap.add_argument("--candidate", default=None, choices=("permutation",),
-                    help="--shapes: instead of the audit, the orderings alone by a permutation max-T (2,000 "
-                         "relabellings of runs between algorithms within each task) on the same data sets: "
-                         "null FWER of the orderings and crossing power; measurement only")
+    ap.add_argument("--candidate", default=None, choices=("permutation", "bootstrap-t"),
+                    help="--shapes: instead of the audit, on the same data sets: 'permutation', the orderings alone "
+                         "by a permutation max-T (2,000 relabellings of runs between algorithms within each task; "
+                         "null FWER of the orderings and crossing power); 'bootstrap-t', the whole family by a "
+                         "studentised stratified bootstrap with max-T (--reps replicates; null FWER, IQM "
+                         "coverage, crossing power); measurement only")
     ap.add_argument("--p-rule", default="percentile", choices=("percentile", "symmetric"),
                     help="candidate bootstrap p-value of a member: percentile (the default's: 2 x the smaller tail "
                          "of D* beyond 0), symmetric (#{|D* - c| >= |c|} with c the replicates' mean, Hall & "
@@ -481,6 +483,131 @@ def permutation_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims
     return {"fwer": rate(fwer, sims), "power": rate(power, sims), "counts": {"fwer": fwer, "power": power, "sims": sims}}
 
 
+def _iqm_and_influence(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled IQM of each row and each run's influence on it.
+
+    ``x``: shape ``(..., n_tasks, n_runs)``. Returns the IQM, shape ``(...)`` (scipy's ``trim_mean`` with the
+    audit's floor), and the trimmed mean's influence ``(clip(x, q_lo, q_hi) - W) / (1 - 2 · 0.25)`` with
+    ``q_lo, q_hi`` the kept range's end points and ``W`` the winsorised mean, shape of ``x``."""
+    n_tasks, n_runs = x.shape[-2:]
+    n = n_tasks * n_runs
+    cut = int(0.25 * n)
+    pooled = np.sort(x.reshape(*x.shape[:-2], n), axis=-1)
+    iqm = pooled[..., cut:n - cut].mean(axis=-1)
+    lo, hi = pooled[..., cut][..., None, None], pooled[..., n - cut - 1][..., None, None]
+    wins = np.clip(x, lo, hi)
+    influence = (wins - wins.mean(axis=(-2, -1), keepdims=True)) / (1.0 - 2.0 * cut / n)
+    return iqm, influence
+
+
+def _stratified_var(influence: np.ndarray) -> np.ndarray:
+    """Variance of a pooled statistic from its runs' influence values under stratified sampling, shape ``(...)``
+    for ``influence`` of shape ``(..., n_tasks, n_runs)``: ``Σ_task n_runs · var_task / (n_tasks · n_runs)²``
+    (within-task sample variance, ``n_runs - 1`` in the denominator)."""
+    n_tasks, n_runs = influence.shape[-2:]
+    return influence.var(axis=-1, ddof=1).sum(axis=-1) * n_runs / (n_tasks * n_runs) ** 2
+
+
+def bootstrap_t_family(sets_by_algorithm: dict[str, list], reps: int, alpha: float, rng: np.random.Generator):
+    """Candidate (``--candidate bootstrap-t``): the studentised stratified bootstrap with max-T over the family.
+
+    ``sets_by_algorithm[a][i]``: algorithm ``a``'s runs at budget ``i``, one array of shape ``(n_runs,)`` per task
+    (equal ``n_runs``; run ``j`` is the same seed at every budget). Members as the audit's: every ordering (IQM
+    difference of a pair at a budget) and every change (a pair's gap at the last budget minus at an earlier
+    one). Each member's statistic is studentised by its standard error from the runs' influence on the pooled
+    IQM (:func:`_iqm_and_influence`, stratified over tasks; a change's from each run's influence difference
+    between the budgets, so the runs' correlation across budgets is kept), in the data and again inside every
+    replicate (runs resampled within each task, jointly across budgets, independently per algorithm);
+    Westfall & Young's step-down on ``max |T*|``. Returns the decisions ``{("order", i, a, b) | ("change", i,
+    a, b): "a>b" | "b>a" | "changed" | "inconclusive"}`` and each algorithm's 95 % bootstrap-t IQM interval per
+    budget ``{(a, i): (lo, hi)}``."""
+    names = list(sets_by_algorithm)
+    x = {a: np.stack([np.stack(budget_sets) for budget_sets in sets_by_algorithm[a]], axis=0)  # (B, T, N)
+         for a in names}
+    n_budgets, n_tasks, n_runs = next(iter(x.values())).shape
+    stats, boots = {}, {}
+    for a in names:
+        iqm, infl = _iqm_and_influence(x[a])  # (B,), (B, T, N)
+        idx = rng.integers(0, n_runs, size=(reps, n_tasks, n_runs))
+        xs = np.take_along_axis(x[a][:, None], idx[None], axis=-1)  # (B, R, T, N)
+        iqm_s, infl_s = _iqm_and_influence(xs)
+        stats[a] = (iqm, infl)
+        boots[a] = (iqm_s, infl_s)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    last = n_budgets - 1
+    members = [("order", i, a, b) for i in range(n_budgets) for a, b in pairs]
+    members += [("change", i, a, b) for a, b in pairs for i in range(n_budgets - 1)]
+
+    def member(kind, i, a, b, which):
+        (ia, fa), (ib, fb) = which[a], which[b]
+        if kind == "order":
+            return ia[i] - ib[i], _stratified_var(fa[i]) + _stratified_var(fb[i])
+        d = (ia[last] - ib[last]) - (ia[i] - ib[i])
+        return d, _stratified_var(fa[last] - fa[i]) + _stratified_var(fb[last] - fb[i])
+
+    t_obs, t_boot, d_obs = [], [], []
+    for m in members:
+        d, v = member(*m, stats)
+        ds, vs = member(*m, boots)
+        d_obs.append(d)
+        t_obs.append(abs(d) / max(np.sqrt(v), 1e-12))
+        t_boot.append(np.abs(ds - d) / np.maximum(np.sqrt(vs), 1e-12))
+    t_obs, t_boot = np.array(t_obs), np.stack(t_boot, axis=1)  # (m,), (R, m)
+    steps = np.argsort(-t_obs, kind="stable")
+    running = np.zeros(reps)
+    adjusted = np.empty(len(members))
+    for k in steps[::-1]:
+        np.maximum(running, t_boot[:, k], out=running)
+        adjusted[k] = (1 + np.count_nonzero(running >= t_obs[k])) / (reps + 1)
+    adjusted[steps] = np.maximum.accumulate(adjusted[steps])
+    decided = {}
+    for j, m in enumerate(members):
+        if adjusted[j] >= alpha:
+            decided[m] = "inconclusive"
+        elif m[0] == "change":
+            decided[m] = "changed"
+        else:
+            decided[m] = "a>b" if d_obs[j] > 0 else "b>a"
+    intervals = {}
+    for a in names:
+        (iqm, infl), (iqm_s, infl_s) = stats[a], boots[a]
+        for i in range(n_budgets):
+            se, se_s = np.sqrt(_stratified_var(infl[i])), np.sqrt(_stratified_var(infl_s[i]))
+            t = (iqm_s[i] - iqm[i]) / np.maximum(se_s, 1e-12)
+            q_lo, q_hi = np.quantile(t, [0.025, 0.975])
+            intervals[(a, i)] = (iqm[i] - q_hi * se, iqm[i] - q_lo * se)
+    return decided, intervals
+
+
+def bootstrap_t_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int,
+                     n_algorithms: int = 3, seed: int = 0, power_too: bool = True) -> dict:
+    """Null FWER, A's 95 % IQM coverage and crossing power of :func:`bootstrap_t_family`, on the data sets of
+    :func:`shape_cell` (same generator and draw order)."""
+    bench = ShapeBenchmark.make(shape, n_tasks)
+    growth = tuple(np.linspace(1.0, 2.0, n_budgets))
+    truth = [bench.population_iqm(g) for g in growth]
+    sd = bench.sd()
+    names = [chr(ord("A") + k) for k in range(n_algorithms)]
+    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
+    fwer = power = cover = n_cover = 0
+    for sim in range(sims):
+        null = {a: bench.draw(rng, n_runs, growth) for a in names}
+        decided, intervals = bootstrap_t_family(null, reps, 0.05, np.random.default_rng([sim, 3]))
+        fwer += any(v != "inconclusive" for v in decided.values())
+        for i in range(n_budgets):
+            lo, hi = intervals[("A", i)]
+            cover += lo <= truth[i] <= hi
+            n_cover += 1
+        shifts = crossing_shifts(sd, growth)
+        sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
+        if not power_too:
+            continue
+        decided, _ = bootstrap_t_family(sets, reps, 0.05, np.random.default_rng([sim, 4]))
+        power += decided[("order", 0, "A", "B")] == "a>b" and decided[("order", n_budgets - 1, "A", "B")] == "b>a"
+    return {"fwer": rate(fwer, sims), "cover": rate(cover, n_cover), "power": rate(power, sims),
+            "counts": {"fwer": fwer, "cover": cover, "n_cover": n_cover, "power": power, "sims": sims}}
+
+
 def _bayesian_weights() -> None:
     """Swap the engine's stratified resample counts for Bayesian-bootstrap weights (``--resampling bayesian``).
 
@@ -536,6 +663,16 @@ def shape_table(args, sims: int) -> None:
                             m = args.n_algorithms * (args.n_algorithms - 1) // 2 * n_budgets
                             print(f"{shape:10} {'perm-maxT':10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  "
                                   f"{r['fwer']:>19}  {'(orderings only)':>19}  {r['power']:>19}  "
+                                  f"{time.perf_counter() - t0:5.0f}", flush=True)
+                            continue
+                        if args.candidate == "bootstrap-t":
+                            r = bootstrap_t_cell(shape, n_tasks, n_runs, n_budgets, sims, args.reps,
+                                                 n_algorithms=args.n_algorithms, seed=args.data_seed,
+                                                 power_too=not args.null_only)
+                            m = args.n_algorithms * (args.n_algorithms - 1) // 2 * (2 * n_budgets - 1)
+                            print(f"{shape:10} {'boot-t':10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  "
+                                  f"{r['fwer']:>19}  {r['cover']:>19}  "
+                                  f"{r['power'] if not args.null_only else 'not run':>19}  "
                                   f"{time.perf_counter() - t0:5.0f}", flush=True)
                             continue
                         r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,

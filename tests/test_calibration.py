@@ -165,3 +165,28 @@ def test_permutation_candidate_decides_a_clear_gap_and_nothing_between_equal_run
     tiny = {"A": [[np.array([1.0, 2.0])]], "B": [[np.array([3.0, 4.0])]]}  # 6 labellings: p >= 1/6 at best
     assert calibration_bench.permutation_orderings(tiny, 200, 0.05, np.random.default_rng(1)) == \
         {(0, "A", "B"): "inconclusive"}
+
+
+def test_bootstrap_t_candidate_influence_and_decisions(calibration_bench):
+    """The bootstrap-t candidate of the bench (docs/audit.md, "The Bayesian bootstrap and bootstrap-t"): the pooled
+    IQM and its influence values by hand, a clear gap ordered and changed, nothing decided between copies."""
+    x = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])  # 2 tasks x 4 runs: 8 pooled, 2 cut at each end
+    iqm, influence = calibration_bench._iqm_and_influence(x)
+    assert iqm == pytest.approx(4.5)  # mean of 3, 4, 5, 6
+    # winsorised at 3 and 6: 3 3 3 4 | 5 6 6 6, mean 4.5; influence (w - 4.5) / 0.5
+    assert influence.ravel().tolist() == pytest.approx([-3.0, -3.0, -3.0, -1.0, 1.0, 3.0, 3.0, 3.0])
+    # within-task variances 1 and 1 (ddof 1): 4 * (1 + 1) / 8 ** 2
+    assert calibration_bench._stratified_var(influence) == pytest.approx(0.125)
+    rng = np.random.default_rng(0)
+    base = [[rng.gamma(2.0, 1.0, 5) for _ in range(4)] for _ in range(2)]  # 2 budgets, 4 tasks, 5 runs
+    later = [[x + (100.0 if i else 0.0) for x in budget] for i, budget in enumerate(base)]  # A pulls ahead later
+    decided, intervals = calibration_bench.bootstrap_t_family({"A": later, "B": base}, 2_000, 0.05,
+                                                               np.random.default_rng(1))
+    assert decided[("order", 1, "A", "B")] == "a>b" and decided[("change", 0, "A", "B")] == "changed"
+    assert decided[("order", 0, "A", "B")] == "inconclusive"  # the same runs at the first budget
+    lo, hi = intervals[("B", 0)]
+    point = calibration_bench._iqm_and_influence(np.stack(base[0]))[0]
+    assert lo < point < hi
+    same = {"A": base, "B": [[x.copy() for x in budget] for budget in base]}
+    decided, _ = calibration_bench.bootstrap_t_family(same, 2_000, 0.05, np.random.default_rng(1))
+    assert set(decided.values()) == {"inconclusive"}
