@@ -682,6 +682,10 @@ def shape_table(args, sims: int) -> None:
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "
                               f"{r['cover']:>19}  {r['power'] if not args.null_only else 'not run':>19}  "
                               f"{time.perf_counter() - t0:5.0f}", flush=True)
+                        if args.null_only:  # the counts, so that measurements of one cell can be pooled
+                            c = r["counts"]
+                            print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}",
+                                  flush=True)
                         if args.diagnose:
                             d = r["diagnostics"]
                             print(f"    null false findings: orderings {rate(d['fwer_orderings'], sims)}, changes "
