@@ -144,7 +144,9 @@ def _recorded_revision(path: Path, reference) -> str | None:
         con.close()
     if row is not None:
         return row[0]
-    return f"{reference.name} harness revision 1" if n_runs else None
+    from dataclasses import replace
+
+    return replace(reference, revision=1).revision_text if n_runs else None
 
 
 def check_reference_revision(path: Path, reference) -> None:
