@@ -115,7 +115,7 @@ def test_hash_mismatch_refused_and_new_store_moves_aside(tmp_path, pl):
     store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
     store.sync_plan(pl)
     store.close()
-    other = parse_protocol(TEXT.replace("seeds = 2", "seeds = 3"), "other.toml")
+    other = parse_protocol(TEXT.replace("high = 200", "high = 300"), "other.toml")
     with pytest.raises(InputError, match="holds runs of another protocol"):
         Store.open_for_run(tmp_path / "s.sqlite", other)
     Store.open_for_run(tmp_path / "s.sqlite", other, new_store=True).close()
@@ -123,6 +123,40 @@ def test_hash_mismatch_refused_and_new_store_moves_aside(tmp_path, pl):
     assert len(backups) == 1
     con = sqlite3.connect(tmp_path / backups[0])
     assert con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0] == pl.protocol.hash
+
+
+def test_a_store_grows_by_seeds_and_keeps_its_runs(tmp_path, pl):
+    """The same protocol with seeds added takes the store over (its runs kept, the change recorded in meta);
+    seeds removed, or seeds added together with another change, are another protocol."""
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    done = [r for r in pl.runs if r.seed == 1]
+    for r in done:
+        fill(store, r, {b: 2.0 for b in r.budgets})
+    store.close()
+    before = export_table(path).frame
+
+    more = parse_protocol(TEXT.replace("seeds = 2", "seeds = [0, 1, 3]"), "more.toml")
+    store = Store.open_for_run(path, more)
+    assert store.seeds_added == (3,)
+    store.sync_plan(plan(more))
+    statuses = store.statuses()
+    store.close()
+    assert {rid for rid, st in statuses.items() if st == "done"} == {r.run_id for r in done}
+    assert sorted(rid for rid in statuses if "__3__" in rid) == sorted(r.run_id for r in plan(more).runs if r.seed == 3)
+    assert len(statuses) == len(plan(more).runs)
+    assert export_table(path).frame.equals(before)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0] == more.hash
+    (added,) = [json.loads(v) for k, v in con.execute("SELECT key, value FROM meta") if k.startswith("seeds_added_")]
+    con.close()
+    assert added == {"from": pl.protocol.hash, "to": more.hash, "seeds": [3]}
+
+    for text in (TEXT, TEXT.replace("seeds = 2", "seeds = 4").replace("high = 200", "high = 300")):
+        with pytest.raises(InputError, match="holds runs of another protocol"):
+            Store.open_for_run(path, parse_protocol(text, "other.toml"))
+    Store.open_for_run(path, more).close()  # the grown protocol is the store's now
 
 
 def test_corrupted_store(tmp_path, pl):

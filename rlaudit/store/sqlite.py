@@ -12,6 +12,10 @@ Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every cha
 schema change) ``machine``, the fingerprint of what decides bit-equality of a rerun
 (:mod:`rlaudit.run.machine`), plus ``machine_also_<hash>`` for each other machine a driver resumed the store
 on. Stores without it read as before; ``scripts/replay_run.py`` then cannot tell whether a machine matches.
+From 2026-12-02 (no schema change): a store accepts its protocol with seeds added (nothing else run-defining
+changed; a run is its task, algorithm, seed and regime), keeps its runs, takes the new protocol's hash and
+records ``meta.seeds_added_<UTC time>`` = ``{"from": old hash, "to": new hash, "seeds": [...]}``. The recorded
+runs' ``spec`` keep the hash they were planned under.
 
 Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
 (``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
@@ -311,12 +315,17 @@ class Store:
         self.path = path
         self.con = con
         self._lock_fh = lock_fh
+        self.seeds_added: tuple[int, ...] = ()
+        """Seeds this opening added to the store's protocol (:meth:`open_for_run`)."""
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
     def open_for_run(cls, path: str | os.PathLike, protocol, new_store: bool = False, check_only: bool = False,
                      machine: dict[str, str] | None = None) -> Store | None:
         """Open (or create) the store of ``protocol`` at ``path`` for a driver.
+
+        A store of the same protocol with fewer seeds becomes ``protocol``'s store (its runs are kept; the
+        seeds added are in :attr:`seeds_added`), so that a sweep can grow by seeds without training again.
 
         Args:
             path: the store file.
@@ -336,6 +345,7 @@ class Store:
         """
         path = Path(path)
         check_writable(path)
+        seeds_added: tuple[int, ...] = ()
         if path.exists():
             if lock_holder(path):
                 raise InputError(f"{path}: another 'rlaudit run' is writing this store; wait for it to finish "
@@ -344,12 +354,18 @@ class Store:
                 con = check_store_file(path)
                 row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
                 name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
+                recorded = con.execute("SELECT text FROM protocols WHERE hash=?", (row[0] if row else "",)).fetchone()
                 con.close()
-                if row and row[0] != protocol.hash:
+                if row and row[0] != protocol.hash and recorded:
+                    from rlaudit.protocol.loader import added_seeds
+
+                    seeds_added = added_seeds(recorded[0], protocol)
+                if row and row[0] != protocol.hash and not seeds_added:
                     raise InputError(
                         f"{path}: this store holds runs of another protocol ({name[0] if name else '?'}, hash "
-                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}); use another "
-                        f"--store, or --new-store to move the old store aside and start again")
+                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}; only adding seeds "
+                        f"keeps a store); use another --store, or --new-store to move the old store aside and "
+                        f"start again")
             except InputError:
                 if not new_store:
                     raise
@@ -372,9 +388,23 @@ class Store:
         con.execute("PRAGMA synchronous=FULL")
         store = cls(path, con, lock_fh)
         store._migrate()
+        if seeds_added:
+            store._add_seeds(protocol, seeds_added)
         if machine is not None:
             store._record_machine(machine)
         return store
+
+    def _add_seeds(self, protocol, seeds: tuple[int, ...]) -> None:
+        """Make the store the store of ``protocol``, which is its protocol with ``seeds`` added: the recorded
+        runs stay (they are runs of ``protocol``), ``meta.protocol_hash`` becomes ``protocol``'s, and
+        ``meta.seeds_added_<UTC time>`` says which seeds were added to which protocol hash."""
+        with self.transaction() as con:
+            old = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0]
+            con.execute("UPDATE meta SET value=? WHERE key='protocol_hash'", (protocol.hash,))
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('protocol_name', ?)", (protocol.name,))
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                        (f"seeds_added_{_now()}", json.dumps({"from": old, "to": protocol.hash, "seeds": list(seeds)})))
+        self.seeds_added = seeds
 
     def _record_machine(self, machine: dict[str, str]) -> None:
         """Record the driver's fingerprint: ``machine`` when none is recorded yet in a new store, else
