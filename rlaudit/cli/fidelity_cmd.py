@@ -61,8 +61,12 @@ def _print(fidelity, echo=click.echo) -> None:
 @click.option("--reference-only", is_flag=True, help="Train the reference's runs only (the built-in's come from "
                                                      "`rlaudit run`).")
 @click.option("--record", is_flag=True, help="Write the verdict into rlaudit/fidelity/status.toml.")
+@click.option("--update-check", is_flag=True,
+              help="Train nothing: take 3 training steps of the built-in and of Dopamine's agent from the same "
+                   "parameters on the same batches and compare gradients, parameters and priorities (seconds; "
+                   "exit 1 when they differ).")
 def fidelity(algorithm, against, protocol_path, store, reference_store, budget, seeds, workers, margin_sd, margin,
-             alpha, seed, compare_only, reference_only, record) -> None:
+             alpha, seed, compare_only, reference_only, record, update_check) -> None:
     """Run ALGORITHM and an independent implementation of it with the same env and settings, and compare.
 
     Per task at the budget: the difference of mean scores (reference - built-in) with a seeded bootstrap
@@ -72,6 +76,16 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
     """
     from rlaudit.fidelity import compare_stores, plan_fidelity, run_fidelity, write_result
 
+    if update_check:
+        if against != "dopamine":
+            raise InputError(f"--update-check: compares with Dopamine's agents (--against dopamine), not {against!r}")
+        from rlaudit.fidelity.update_check import check_updates
+
+        result = check_updates(protocol_path, [algorithm], seed=seed)[0]
+        click.echo(result.line())
+        if not result.agrees:
+            raise SystemExit(1)
+        return
     if workers < 1:
         raise InputError(f"--workers: must be at least 1, got {workers}")
     if not margin_sd > 0 or (margin is not None and not margin > 0):

@@ -20,6 +20,9 @@ schedule. Ours, written for this harness because dopamine-rl ships Atari network
   see the same observations, sticky actions and action set. At an episode's end it stores the last transition
   itself instead of calling ``end_episode``, whose replay accumulator in dopamine-rl 4.1.2 loses that transition
   and flags the one before it as terminal (:meth:`DopamineAgent._end_episode`; harness revision 2);
+- the replay scheme a prioritized agent was built with, which dopamine-rl 4.1.2's base constructor resets to
+  'uniform' (google/dopamine#230; set back after construction, from 2026-12-02, before any reference run of a
+  prioritized agent was recorded: the runs of uniform-replay agents are unchanged, so the revision stays 2);
 - the greedy action for evaluation (argmax of the online network's Q-values; IQN averages
   ``num_quantile_samples`` sampled levels, as Dopamine's ``select_action``, from a key of its own), evaluated
   by rlaudit's :func:`~rlaudit.run.runner.evaluate` with the run's episodes, ε and step cap.
@@ -176,6 +179,13 @@ class DopamineAgent:
         np.random.seed(self.seed)
         self.agent = cls(num_actions=int(env.action_space.n), observation_shape=tuple(env.observation_space.shape),
                          observation_dtype=jnp.float32, stack_size=1, network=net, seed=self.seed, **kwargs)
+        if "replay_scheme" in kwargs:
+            # dopamine-rl 4.1.2's JaxDQNAgent.__init__ sets _replay_scheme = 'uniform' after JaxRainbowAgent and
+            # JaxQuantileAgent have set theirs (google/dopamine#230): a 'prioritized' agent would store every
+            # transition at priority 1, never update a priority and leave its loss unweighted, i.e. train with
+            # uniform replay. Both agents build the prioritized sampler whatever the scheme, and the replay is
+            # empty here, so setting the scheme back gives the agent its constructor's meaning.
+            self.agent._replay_scheme = kwargs["replay_scheme"]
         self._support = getattr(self.agent, "_support", None)
         self._eval_key = jax.random.PRNGKey(self.seed + 1)
         self._greedy = jax.jit(self._greedy_fn(cfg["agent"]))

@@ -1,0 +1,283 @@
+"""One training step of a built-in against Dopamine's on the same parameters and the same batches.
+
+The seed-level comparison (:func:`rlaudit.fidelity.compare_stores`) asks whether two implementations score alike;
+this check asks whether they *compute* alike, deterministically and in seconds: the built-in and Dopamine's agent
+(built by the harness exactly as for a reference run) start from the same parameters (the built-in's
+initialisation, copied into Dopamine's flax layout) and a target network of their own (the online parameters
+plus noise), and take ``n`` consecutive steps on the same ``n`` batches (MinAtar-like: sparse boolean
+observations, rewards in {0, 1} or n-step sums, 10 % terminal, prioritized sampling probabilities where the
+agent uses prioritized replay). Compared:
+
+- the **gradient** of the first batch's loss (ours: the parameters' ``.grad`` after the built-in's ``train``;
+  Dopamine's: the step of ``optax.sgd(1.0)`` put in place of its Adam), as the largest absolute difference over
+  each tensor relative to that tensor's largest Dopamine gradient;
+- the **parameters after each Adam step** (each agent's own optimiser, learning rate and eps), as the largest
+  absolute difference in units of the learning rate (one Adam step moves a parameter by about one learning rate);
+- for prioritized replay, the **new priorities** (Dopamine's ``sqrt(loss + 1e-10)``, the built-in's
+  ``(loss + per_eps) ** 0.5`` with ``per_eps`` 1e-6, a declared deviation; compared relative to their size).
+
+Replay sampling, exploration and the environment loop are not part of it (the seed-level comparison covers
+them); nor is IQN, whose cosine features differ by a declared deviation (``i = 0 .. 63`` here, ``1 .. 64`` in
+Dopamine), so that the two compute different functions by design.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CHECKED = ("DQN", "C51", "QRDQN", "DopamineRainbow")
+"""Built-ins this check covers (IQN: see the module doc)."""
+
+GRAD_TOLERANCE = 1e-3
+"""Largest relative gradient difference that counts as the same update (float32 rounding measured 6e-7 - 5e-5,
+the largest from Dopamine's ``1e-10`` inside its importance weights; a real difference is of order 1)."""
+PARAMS_TOLERANCE = 0.01
+"""Largest parameter difference after the Adam steps, in learning rates (measured: at most 3e-4)."""
+PRIORITY_TOLERANCE = 1e-4
+"""Largest relative difference of the new priorities (measured: 5e-7)."""
+
+
+@dataclass(frozen=True)
+class UpdateCheck:
+    """What one algorithm's check measured."""
+
+    algorithm: str
+    task: str
+    n_steps: int
+    grad_rel: float
+    """Largest |ours - Dopamine's| gradient difference over the tensors, relative to each tensor's largest
+    Dopamine gradient."""
+    params_lr: tuple[float, ...]
+    """Largest |ours - Dopamine's| parameter difference after each Adam step, in learning rates."""
+    priorities_rel: float | None
+    """Largest relative difference of the new priorities (prioritized replay), else ``None``."""
+    loss: float
+    """The built-in's loss on the first batch (for reading)."""
+
+    @property
+    def agrees(self) -> bool:
+        """Whether every difference is within its tolerance (float32 rounding)."""
+        return (self.grad_rel < GRAD_TOLERANCE and max(self.params_lr) < PARAMS_TOLERANCE
+                and (self.priorities_rel is None or self.priorities_rel < PRIORITY_TOLERANCE))
+
+    def line(self) -> str:
+        """One line for the terminal."""
+        prio = "" if self.priorities_rel is None else f", priorities {self.priorities_rel:.1e}"
+        return (f"{self.algorithm} on {self.task}, {self.n_steps} steps: gradient {self.grad_rel:.1e} of the largest, "
+                f"parameters {max(self.params_lr):.1e} learning rates{prio}: "
+                f"{'the same update' if self.agrees else 'DIFFERENT updates'}")
+
+
+def _networks(agent):
+    """(online, target) torch modules of a built-in DQN-family agent, and its head's layout."""
+    policy = agent.policy
+    if hasattr(policy, "quantile_net"):  # sb3-contrib's QR-DQN: outputs viewed as (n_quantiles, n_actions)
+        return policy.quantile_net, policy.quantile_net_target, "quantile-major"
+    return policy.q_net, policy.q_net_target, "action-major"
+
+
+def _layers(net):
+    import torch.nn as nn
+
+    convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
+    linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    if len(convs) != 1 or len(linears) != 1:
+        raise ValueError(f"the update check covers the 'minatar' network with a linear head (net_arch = []), got "
+                         f"{len(convs)} convolution(s) and {len(linears)} linear layer(s)")
+    return convs[0], linears[0]
+
+
+def _head_order(n_actions: int, layout: str, n_out: int) -> np.ndarray:
+    """Row ``r`` of our head's weight for flax column ``c`` (flax: ``(action, atom)`` row-major)."""
+    cols = np.arange(n_actions * n_out)
+    a, j = cols // n_out, cols % n_out
+    return j * n_actions + a if layout == "quantile-major" else cols
+
+
+def to_flax(net, layout: str, n_actions: int) -> dict[str, np.ndarray]:
+    """The torch network's parameters as ``{"Conv_0/kernel": (3, 3, C, 16), ..., "Dense_0/bias": ...}``."""
+    conv, head = _layers(net)
+    order = _head_order(n_actions, layout, head.out_features // n_actions)
+    w = head.weight.detach().numpy()
+    return {"Conv_0/kernel": conv.weight.detach().numpy().transpose(2, 3, 1, 0).copy(),
+            "Conv_0/bias": conv.bias.detach().numpy().copy(),
+            "Dense_0/kernel": w[order].T.copy(), "Dense_0/bias": head.bias.detach().numpy()[order].copy()}
+
+
+def grads_to_flax(net, layout: str, n_actions: int) -> dict[str, np.ndarray]:
+    """The parameters' ``.grad`` in the same layout as :func:`to_flax`."""
+    conv, head = _layers(net)
+    order = _head_order(n_actions, layout, head.out_features // n_actions)
+    return {"Conv_0/kernel": conv.weight.grad.numpy().transpose(2, 3, 1, 0), "Conv_0/bias": conv.bias.grad.numpy(),
+            "Dense_0/kernel": head.weight.grad.numpy()[order].T, "Dense_0/bias": head.bias.grad.numpy()[order]}
+
+
+def load_flax(net, layout: str, n_actions: int, params: dict[str, np.ndarray]) -> None:
+    """Copy flax-layout ``params`` into the torch network."""
+    import torch as th
+
+    conv, head = _layers(net)
+    order = _head_order(n_actions, layout, head.out_features // n_actions)
+    weight, bias = np.empty_like(head.weight.detach().numpy()), np.empty_like(head.bias.detach().numpy())
+    weight[order], bias[order] = params["Dense_0/kernel"].T, params["Dense_0/bias"]
+    with th.no_grad():
+        conv.weight.copy_(th.as_tensor(params["Conv_0/kernel"].transpose(3, 2, 0, 1)))
+        conv.bias.copy_(th.as_tensor(params["Conv_0/bias"]))
+        head.weight.copy_(th.as_tensor(weight))
+        head.bias.copy_(th.as_tensor(bias))
+
+
+def make_batches(rng: np.random.Generator, n: int, obs_shape: tuple[int, ...], n_actions: int, n_step_rewards: bool,
+                 batch_size: int = 32) -> list[dict[str, np.ndarray]]:
+    """``n`` MinAtar-like batches (see the module doc)."""
+    batches = []
+    for _ in range(n):
+        rewards = rng.choice([0.0, 1.0, 1.99, 2.9701] if n_step_rewards else [0.0, 1.0], size=batch_size,
+                             p=[0.7, 0.1, 0.1, 0.1] if n_step_rewards else [0.8, 0.2])
+        batches.append({"states": (rng.random((batch_size, *obs_shape)) < 0.05).astype(np.float32),
+                        "next_states": (rng.random((batch_size, *obs_shape)) < 0.05).astype(np.float32),
+                        "actions": rng.integers(0, n_actions, batch_size).astype(np.int32),
+                        "rewards": rewards.astype(np.float32),
+                        "terminals": (rng.random(batch_size) < 0.1).astype(np.float32),
+                        "probabilities": rng.uniform(1e-6, 1e-4, batch_size).astype(np.float32)})
+    return batches
+
+
+def _builtin_steps(agent, spec, batches, online, target):
+    """Our side: the built-in's own ``train`` on each batch; returns (first gradient, params after each step,
+    priorities after each step, first loss)."""
+    import torch as th
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    from rlaudit.algorithms.dqn_family import PrioritizedSamples, importance_weights
+
+    net, target_net, layout = _networks(agent)
+    n_actions = int(agent.action_space.n)
+    load_flax(net, layout, n_actions, online)
+    load_flax(target_net, layout, n_actions, target)
+    agent.set_logger(configure(None, []))
+    n_steps = int(getattr(agent, "n_steps", 1) or 1)
+    discount = agent.gamma ** n_steps
+    prioritized = bool(getattr(agent, "prioritized", False))
+    captured, losses = [], []
+    current: dict = {}
+
+    def samples() -> ReplayBufferSamples:
+        b = current["batch"]
+        col = lambda x: th.as_tensor(x).reshape(-1, 1)  # noqa: E731 - SB3's (batch, 1) columns
+        return ReplayBufferSamples(th.as_tensor(b["states"]), col(b["actions"]).long(), th.as_tensor(b["next_states"]),
+                                   col(b["terminals"]), col(b["rewards"]),
+                                   th.full((len(b["actions"]), 1), discount, dtype=th.float32))
+
+    buffer = agent.replay_buffer
+    buffer.sample = lambda *a, **k: samples()
+    if prioritized:
+        def sample_prioritized(batch_size, beta, env=None):
+            p = current["batch"]["probabilities"].astype(np.float64)
+            # N only scales every weight alike, and the batch's largest normalises it away
+            return PrioritizedSamples(samples(), np.arange(batch_size), importance_weights(p, 50_000, beta))
+
+        buffer.sample_prioritized = sample_prioritized
+        buffer.update_priorities = lambda idx, errors: captured.append(
+            (np.abs(np.asarray(errors, dtype=np.float64)) + buffer.eps) ** agent.per_alpha)
+    after, grad = [], None
+    for b in batches:
+        current["batch"] = b
+        agent.train(gradient_steps=1, batch_size=len(b["actions"]))
+        losses.append(agent.logger.name_to_value["train/loss"])
+        if grad is None:
+            grad = grads_to_flax(net, layout, n_actions)
+        after.append(to_flax(net, layout, n_actions))
+    return grad, after, captured, losses[0]
+
+
+def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | None = None, n_steps: int = 3,
+                  seed: int = 0) -> list[UpdateCheck]:
+    """Run the check for the protocol entries of ``algorithms`` (names or labels) on ``task`` (default: the
+    protocol's first), the reference's side of all of them in one interpreter.
+
+    Raises:
+        InputError: an algorithm the check does not cover, or that the protocol does not name; the reference
+            not installed.
+        RuntimeError: the reference interpreter failed (its stderr's tail).
+    """
+    from rlaudit.errors import InputError
+    from rlaudit.fidelity.references import get_reference, worker_environment
+    from rlaudit.protocol import load_protocol
+
+    protocol = load_protocol(protocol_path)
+    chosen = []
+    for algorithm in algorithms:
+        entries = [a for a in protocol.algorithms if algorithm in (a.name, a.label)]
+        if not entries:
+            raise InputError(f"{protocol_path}: no algorithm {algorithm!r} "
+                             f"({', '.join(a.label for a in protocol.algorithms)})")
+        if entries[0].name not in CHECKED:
+            raise InputError(f"{algorithm}: the update check covers {', '.join(CHECKED)} (IQN's cosine features "
+                             f"differ from Dopamine's by a declared deviation)")
+        chosen.append(entries[0])
+    reference = get_reference("dopamine")
+    reference.version()  # not installed: one line with the fix
+    prepared = [_prepare(protocol, entry, task or protocol.tasks[0].id, n_steps, seed) for entry in chosen]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i, (_, arrays, _) in enumerate(prepared):
+            inp, out = Path(tmp) / f"in{i}.npz", Path(tmp) / f"out{i}.npz"
+            np.savez(inp, **arrays)
+            paths += [str(inp), str(out)]
+        done = subprocess.run([reference.python(), "-m", "rlaudit.fidelity.dopamine_update", *paths],
+                              capture_output=True, text=True, env=worker_environment(), timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"the reference's update failed: {done.stderr[-2000:]}")
+        theirs = [dict(np.load(paths[2 * i + 1])) for i in range(len(prepared))]
+    return [_compare(spec, ours, t, n_steps, task or protocol.tasks[0].id)
+            for (spec, _, ours), t in zip(prepared, theirs, strict=True)]
+
+
+def _prepare(protocol, entry, task: str, n_steps: int, seed: int):
+    """Build the built-in for ``entry``'s first run on ``task``, take its steps; returns (spec, the reference's
+    input arrays, our results)."""
+    from rlaudit.algorithms import make_agent
+    from rlaudit.protocol import plan
+    from rlaudit.run.envs import make_env
+
+    spec = plan(protocol).select({"algo": [entry.label], "task": [task]})[0]
+    env = make_env(spec.task, spec.seed)
+    agent = make_agent(entry.name, env, spec.algorithm.hyperparams_dict, spec.seed,
+                       spec.algorithm.policy_kwargs_dict or None).model
+    net, _, layout = _networks(agent)
+    n_actions = int(env.action_space.n)
+    rng = np.random.default_rng(seed)
+    online = to_flax(net, layout, n_actions)
+    target = {k: (v + rng.normal(0, 0.01, v.shape)).astype(np.float32) for k, v in online.items()}
+    batches = make_batches(rng, n_steps, tuple(env.observation_space.shape), n_actions,
+                           n_step_rewards=int(getattr(agent, "n_steps", 1) or 1) > 1)
+    ours = _builtin_steps(agent, spec, batches, online, target)
+    arrays = {"spec": np.array(spec.to_json()), "n": np.array(n_steps),
+              **{f"online/{k}": v for k, v in online.items()}, **{f"target/{k}": v for k, v in target.items()}}
+    for k, b in enumerate(batches):
+        arrays.update({f"{key}_{k}": v for key, v in b.items()})
+    return spec, arrays, ours
+
+
+def _compare(spec, ours, theirs: dict, n_steps: int, task: str) -> UpdateCheck:
+    grad, after, priorities, loss = ours
+    grad_rel = max(float(np.abs(grad[k] - theirs[f"grad/{k}"]).max() / max(np.abs(theirs[f"grad/{k}"]).max(), 1e-30))
+                   for k in grad)
+    lr = float(spec.algorithm.hyperparams_dict["learning_rate"])
+    params_lr = tuple(max(float(np.abs(after[i][k] - theirs[f"adam_{i}/{k}"]).max()) for k in after[i]) / lr
+                      for i in range(n_steps))
+    priorities_rel = None
+    if priorities:
+        if "priorities_0" not in theirs:
+            priorities_rel = float("inf")  # the reference did not update priorities at all
+        else:
+            priorities_rel = max(float(np.abs(priorities[i] - theirs[f"priorities_{i}"]).max()
+                                       / np.abs(theirs[f"priorities_{i}"]).max()) for i in range(n_steps))
+    return UpdateCheck(spec.algorithm.name, task, n_steps, grad_rel, params_lr, priorities_rel, float(loss))
