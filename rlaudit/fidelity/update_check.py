@@ -19,6 +19,9 @@ agent uses prioritized replay). Compared:
 Replay sampling, exploration and the environment loop are not part of it (the seed-level comparison covers
 them); nor is IQN, whose cosine features differ by a declared deviation (``i = 0 .. 63`` here, ``1 .. 64`` in
 Dopamine), so that the two compute different functions by design.
+
+:func:`check_backend_updates` runs the same check between rlaudit's own two backends (the SB3 built-in against
+the JAX program, IQN included: the JAX side's sampled levels are fed to the SB3 side), in this interpreter.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,14 +86,16 @@ def _networks(agent):
 
 
 def _layers(net):
+    """(convolution, head, IQN's tau embedding or ``None``) of a 'minatar' network with a linear head."""
     import torch.nn as nn
 
+    tau = net.tau_embedding[0] if hasattr(net, "tau_embedding") else None
     convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
-    linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    linears = [m for m in net.modules() if isinstance(m, nn.Linear) and m is not tau]
     if len(convs) != 1 or len(linears) != 1:
         raise ValueError(f"the update check covers the 'minatar' network with a linear head (net_arch = []), got "
                          f"{len(convs)} convolution(s) and {len(linears)} linear layer(s)")
-    return convs[0], linears[0]
+    return convs[0], linears[0], tau
 
 
 def _head_order(n_actions: int, layout: str, n_out: int) -> np.ndarray:
@@ -99,37 +105,43 @@ def _head_order(n_actions: int, layout: str, n_out: int) -> np.ndarray:
     return j * n_actions + a if layout == "quantile-major" else cols
 
 
-def to_flax(net, layout: str, n_actions: int) -> dict[str, np.ndarray]:
-    """The torch network's parameters as ``{"Conv_0/kernel": (3, 3, C, 16), ..., "Dense_0/bias": ...}``."""
-    conv, head = _layers(net)
+def _as_flax(net, layout: str, n_actions: int, value) -> dict[str, np.ndarray]:
+    """``value(parameter)`` (a numpy array) of every parameter, in the flax layout."""
+    conv, head, tau = _layers(net)
     order = _head_order(n_actions, layout, head.out_features // n_actions)
-    w = head.weight.detach().numpy()
-    return {"Conv_0/kernel": conv.weight.detach().numpy().transpose(2, 3, 1, 0).copy(),
-            "Conv_0/bias": conv.bias.detach().numpy().copy(),
-            "Dense_0/kernel": w[order].T.copy(), "Dense_0/bias": head.bias.detach().numpy()[order].copy()}
+    out = {"Conv_0/kernel": value(conv.weight).transpose(2, 3, 1, 0).copy(), "Conv_0/bias": value(conv.bias).copy(),
+           "Dense_0/kernel": value(head.weight)[order].T.copy(), "Dense_0/bias": value(head.bias)[order].copy()}
+    if tau is not None:
+        out.update({"Tau_0/kernel": value(tau.weight).T.copy(), "Tau_0/bias": value(tau.bias).copy()})
+    return out
+
+
+def to_flax(net, layout: str, n_actions: int) -> dict[str, np.ndarray]:
+    """The torch network's parameters as ``{"Conv_0/kernel": (3, 3, C, 16), ..., "Dense_0/bias": ...}`` (IQN's
+    embedding as ``Tau_0``)."""
+    return _as_flax(net, layout, n_actions, lambda t: t.detach().numpy())
 
 
 def grads_to_flax(net, layout: str, n_actions: int) -> dict[str, np.ndarray]:
     """The parameters' ``.grad`` in the same layout as :func:`to_flax`."""
-    conv, head = _layers(net)
-    order = _head_order(n_actions, layout, head.out_features // n_actions)
-    return {"Conv_0/kernel": conv.weight.grad.numpy().transpose(2, 3, 1, 0), "Conv_0/bias": conv.bias.grad.numpy(),
-            "Dense_0/kernel": head.weight.grad.numpy()[order].T, "Dense_0/bias": head.bias.grad.numpy()[order]}
+    return _as_flax(net, layout, n_actions, lambda t: t.grad.numpy())
 
 
 def load_flax(net, layout: str, n_actions: int, params: dict[str, np.ndarray]) -> None:
     """Copy flax-layout ``params`` into the torch network."""
     import torch as th
 
-    conv, head = _layers(net)
+    conv, head, tau = _layers(net)
     order = _head_order(n_actions, layout, head.out_features // n_actions)
     weight, bias = np.empty_like(head.weight.detach().numpy()), np.empty_like(head.bias.detach().numpy())
     weight[order], bias[order] = params["Dense_0/kernel"].T, params["Dense_0/bias"]
+    pairs = [(conv.weight, params["Conv_0/kernel"].transpose(3, 2, 0, 1)), (conv.bias, params["Conv_0/bias"]),
+             (head.weight, weight), (head.bias, bias)]
+    if tau is not None:
+        pairs += [(tau.weight, params["Tau_0/kernel"].T), (tau.bias, params["Tau_0/bias"])]
     with th.no_grad():
-        conv.weight.copy_(th.as_tensor(params["Conv_0/kernel"].transpose(3, 2, 0, 1)))
-        conv.bias.copy_(th.as_tensor(params["Conv_0/bias"]))
-        head.weight.copy_(th.as_tensor(weight))
-        head.bias.copy_(th.as_tensor(bias))
+        for tensor, value in pairs:
+            tensor.copy_(th.as_tensor(np.ascontiguousarray(value)))
 
 
 def make_batches(rng: np.random.Generator, n: int, obs_shape: tuple[int, ...], n_actions: int, n_step_rewards: bool,
@@ -148,9 +160,10 @@ def make_batches(rng: np.random.Generator, n: int, obs_shape: tuple[int, ...], n
     return batches
 
 
-def _builtin_steps(agent, spec, batches, online, target):
+def _builtin_steps(agent, batches, online, target, draws=None):
     """Our side: the built-in's own ``train`` on each batch; returns (first gradient, params after each step,
-    priorities after each step, first loss)."""
+    priorities after each step, first loss). ``draws``: per step, the arrays ``torch.rand`` returns in turn (IQN's
+    sampled levels, so that another implementation's can be used)."""
     import torch as th
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.type_aliases import ReplayBufferSamples
@@ -187,9 +200,26 @@ def _builtin_steps(agent, spec, batches, online, target):
         buffer.update_priorities = lambda idx, errors: captured.append(
             (np.abs(np.asarray(errors, dtype=np.float64)) + buffer.eps) ** agent.per_alpha)
     after, grad = [], None
-    for b in batches:
+    real_rand, queue = th.rand, []
+
+    def rand(*shape, **kwargs):
+        if not queue:
+            return real_rand(*shape, **kwargs)
+        value = queue.pop(0)
+        if tuple(value.shape) != tuple(shape):
+            raise ValueError(f"torch.rand{tuple(shape)} drawn where {value.shape} was given")
+        return th.as_tensor(np.array(value))
+
+    for k, b in enumerate(batches):
         current["batch"] = b
-        agent.train(gradient_steps=1, batch_size=len(b["actions"]))
+        queue[:] = list(draws[k]) if draws else []
+        th.rand = rand
+        try:
+            agent.train(gradient_steps=1, batch_size=len(b["actions"]))
+        finally:
+            th.rand = real_rand
+        if queue:
+            raise ValueError(f"{len(queue)} given draw(s) not used by the built-in's step")
         losses.append(agent.logger.name_to_value["train/loss"])
         if grad is None:
             grad = grads_to_flax(net, layout, n_actions)
@@ -240,9 +270,17 @@ def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | 
             for (spec, _, ours), t in zip(prepared, theirs, strict=True)]
 
 
-def _prepare(protocol, entry, task: str, n_steps: int, seed: int):
-    """Build the built-in for ``entry``'s first run on ``task``, take its steps; returns (spec, the reference's
-    input arrays, our results)."""
+class _Start(NamedTuple):
+    spec: object
+    agent: object
+    online: dict
+    target: dict
+    batches: list
+
+
+def _start(protocol, entry, task: str, n_steps: int, seed: int) -> _Start:
+    """The built-in for ``entry``'s first run on ``task``, the starting parameters (its initialisation; the
+    target: those plus N(0, 0.01) noise, flax layout) and the batches."""
     from rlaudit.algorithms import make_agent
     from rlaudit.protocol import plan
     from rlaudit.run.envs import make_env
@@ -258,12 +296,18 @@ def _prepare(protocol, entry, task: str, n_steps: int, seed: int):
     target = {k: (v + rng.normal(0, 0.01, v.shape)).astype(np.float32) for k, v in online.items()}
     batches = make_batches(rng, n_steps, tuple(env.observation_space.shape), n_actions,
                            n_step_rewards=int(getattr(agent, "n_steps", 1) or 1) > 1)
-    ours = _builtin_steps(agent, spec, batches, online, target)
-    arrays = {"spec": np.array(spec.to_json()), "n": np.array(n_steps),
-              **{f"online/{k}": v for k, v in online.items()}, **{f"target/{k}": v for k, v in target.items()}}
-    for k, b in enumerate(batches):
+    return _Start(spec, agent, online, target, batches)
+
+
+def _prepare(protocol, entry, task: str, n_steps: int, seed: int):
+    """Take the built-in's steps; returns (spec, the reference's input arrays, our results)."""
+    st = _start(protocol, entry, task, n_steps, seed)
+    ours = _builtin_steps(st.agent, st.batches, st.online, st.target)
+    arrays = {"spec": np.array(st.spec.to_json()), "n": np.array(n_steps),
+              **{f"online/{k}": v for k, v in st.online.items()}, **{f"target/{k}": v for k, v in st.target.items()}}
+    for k, b in enumerate(st.batches):
         arrays.update({f"{key}_{k}": v for key, v in b.items()})
-    return spec, arrays, ours
+    return st.spec, arrays, ours
 
 
 def _compare(spec, ours, theirs: dict, n_steps: int, task: str) -> UpdateCheck:
@@ -281,3 +325,123 @@ def _compare(spec, ours, theirs: dict, n_steps: int, task: str) -> UpdateCheck:
             priorities_rel = max(float(np.abs(priorities[i] - theirs[f"priorities_{i}"]).max()
                                        / np.abs(theirs[f"priorities_{i}"]).max()) for i in range(n_steps))
     return UpdateCheck(spec.algorithm.name, task, n_steps, grad_rel, params_lr, priorities_rel, float(loss))
+
+
+BACKEND_CHECKED = ("DQN", "C51", "QRDQN", "IQN", "DopamineRainbow")
+"""Built-ins whose JAX backend the backend check covers (IQN included: both backends use the same cosine features,
+and the JAX side's sampled levels are fed to the SB3 side)."""
+
+
+def _jax_steps(spec, batches, online, target):
+    """The JAX backend's ``gradient_step`` on each batch (its replay sample replaced by the batch); returns (first
+    gradient, params after each step, priorities after each step, IQN's sampled levels per step)."""
+    from rlaudit.run.backends.jax import configure_jax
+
+    configure_jax()
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from rlaudit.algorithms.dqn_family import importance_weights
+    from rlaudit.run.backends.jax import agent as jagent
+    from rlaudit.run.backends.jax import replay
+    from rlaudit.run.backends.jax.config import agent_config
+
+    cfg = agent_config(spec)
+
+    def tree(flax: dict) -> dict:
+        params = {"conv": {"w": jnp.asarray(flax["Conv_0/kernel"]), "b": jnp.asarray(flax["Conv_0/bias"])},
+                  "pre": [], "post": [],
+                  "head": {"w": jnp.asarray(flax["Dense_0/kernel"]), "b": jnp.asarray(flax["Dense_0/bias"])}}
+        if "Tau_0/kernel" in flax:
+            params["tau"] = {"w": jnp.asarray(flax["Tau_0/kernel"]), "b": jnp.asarray(flax["Tau_0/bias"])}
+        return params
+
+    def flat(params: dict) -> dict:
+        out = {"Conv_0/kernel": params["conv"]["w"], "Conv_0/bias": params["conv"]["b"],
+               "Dense_0/kernel": params["head"]["w"], "Dense_0/bias": params["head"]["b"]}
+        if "tau" in params:
+            out.update({"Tau_0/kernel": params["tau"]["w"], "Tau_0/bias": params["tau"]["b"]})
+        return {k: np.asarray(v) for k, v in out.items()}
+
+    template = jagent.init_learner(cfg, jax.random.PRNGKey(0))
+    beta = jnp.float32(cfg.per_beta)
+    current, captured = {}, []
+
+    def sample(cfg_, buf, key, beta_):
+        b = current["batch"]
+        weights = (importance_weights(b["probabilities"].astype(np.float64), 50_000, float(beta_)) if cfg.prioritized
+                   else np.ones(len(b["actions"])))
+        return replay.Batch(jnp.asarray(b["states"] > 0), jnp.asarray(b["actions"]), jnp.asarray(b["rewards"]),
+                            jnp.asarray(b["next_states"] > 0), jnp.asarray(b["terminals"]),
+                            jnp.full(len(b["actions"]), cfg.gamma ** cfg.n_steps, jnp.float32),
+                            jnp.arange(len(b["actions"]), dtype=jnp.int32), jnp.asarray(weights, jnp.float32))
+
+    def update_priorities(cfg_, buf, indices, errors):
+        captured.append((np.abs(np.asarray(errors, dtype=np.float64)) + cfg.per_eps) ** cfg.per_alpha)
+        return buf
+
+    def levels(key) -> list[np.ndarray]:
+        """IQN's draws inside ``gradient_step(key)``, in the SB3 side's order (next-state levels, then current)."""
+        _, k_loss = jax.random.split(key)
+        k_next, k_cur = jax.random.split(k_loss)
+        b = cfg.batch_size
+        return [np.asarray(jax.random.uniform(k_next, (b, cfg.n_tau_target + cfg.n_tau_act))),
+                np.asarray(jax.random.uniform(k_cur, (b, cfg.n_tau)))]
+
+    saved = replay.sample, replay.update_priorities, jagent.optimizer
+    replay.sample, replay.update_priorities = sample, update_priorities
+    try:
+        keys = jax.random.split(jax.random.PRNGKey(1), len(batches))
+        draws = [levels(k) if cfg.distributional == "iqn" else [] for k in keys]
+        current["batch"] = batches[0]
+        jagent.optimizer = lambda cfg_: optax.sgd(1.0)
+        start = tree(online)
+        learner = jagent.Learner(start, tree(target), optax.sgd(1.0).init(start), template.buffer)
+        stepped = flat(jagent.gradient_step(cfg, learner, keys[0], beta).params)
+        grad = {k: v - stepped[k] for k, v in flat(start).items()}
+        jagent.optimizer = saved[2]
+        captured.clear()
+        learner = jagent.Learner(start, tree(target), jagent.optimizer(cfg).init(start), template.buffer)
+        after = []
+        for k, b in enumerate(batches):
+            current["batch"] = b
+            learner = jagent.gradient_step(cfg, learner, keys[k], beta)
+            after.append(flat(learner.params))
+    finally:
+        replay.sample, replay.update_priorities, jagent.optimizer = saved
+    return grad, after, captured, draws
+
+
+def check_backend_updates(protocol_path: str | Path, algorithms: list[str], task: str | None = None,
+                          n_steps: int = 3, seed: int = 0) -> list[UpdateCheck]:
+    """The same check between rlaudit's two backends: the SB3 built-in against the JAX backend's program, from the
+    same parameters on the same batches (IQN with the JAX side's sampled levels fed to the SB3 side).
+
+    Raises:
+        InputError: an algorithm the JAX backend does not run, or that the protocol does not name; JAX not
+            installed.
+    """
+    from rlaudit.errors import InputError
+    from rlaudit.protocol import load_protocol
+    from rlaudit.run.backends.jax import missing_dependency
+
+    protocol = load_protocol(protocol_path)
+    results = []
+    for algorithm in algorithms:
+        entries = [a for a in protocol.algorithms if algorithm in (a.name, a.label)]
+        if not entries or entries[0].name not in BACKEND_CHECKED:
+            raise InputError(f"{algorithm}: the backend check covers {', '.join(BACKEND_CHECKED)} entries of "
+                             f"{protocol_path}")
+        missing = missing_dependency()
+        if missing:
+            raise InputError(f"the backend check needs the JAX backend: {missing}")
+        the_task = task or protocol.tasks[0].id
+        st = _start(protocol, entries[0], the_task, n_steps, seed)
+        jax_grad, jax_after, jax_priorities, draws = _jax_steps(st.spec, st.batches, st.online, st.target)
+        ours = _builtin_steps(st.agent, st.batches, st.online, st.target, draws=draws)
+        theirs = {**{f"grad/{k}": v for k, v in jax_grad.items()},
+                  **{f"adam_{i}/{k}": v for i, a in enumerate(jax_after) for k, v in a.items()},
+                  **{f"priorities_{i}": p for i, p in enumerate(jax_priorities)}}
+        results.append(_compare(st.spec, ours, theirs, n_steps, the_task))
+    return results
