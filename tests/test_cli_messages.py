@@ -137,7 +137,8 @@ def test_piped_run_prints_a_plan_then_a_line_per_run_with_rate_and_eta_and_a_no_
     protocol.write_text(TINY.replace("seeds = [0, 1]", "seeds = [0, 1, 2]"))  # a seed more: only it trains
     grown = _run_piped(protocol, store, tmp_path)
     assert grown.returncode == 0, grown.stderr
-    assert f"{store}: the protocol adds seed(s) 2; the recorded runs are kept" in grown.stderr
+    assert f"{store}: the protocol changed (hash " in grown.stderr
+    assert "and plans its 2 finished run(s) identically: kept" in grown.stderr
     assert f"resuming {store}: 2 of 3 runs already done" in grown.stderr
     assert grown.stderr.splitlines()[-1].startswith("1 done, 0 failed, 2 skipped (already done) of 3 runs in ")
 

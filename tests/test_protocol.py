@@ -211,7 +211,8 @@ def test_read_only_store_directory(tmp_path):
 def test_store_of_another_protocol_and_corrupted_store(tmp_path):
     from rlaudit.store import Store
 
-    other = parse_protocol(GOOD.replace("seeds = 2", "seeds = 3"), "other.toml")
+    other = parse_protocol(GOOD.replace("seeds = 2", "seeds = 3").replace('name = "tiny"', 'name = "other"'),
+                           "other.toml")
     store = Store.open_for_run(tmp_path / "s.sqlite", other)
     store.sync_plan(plan(other))
     store.close()

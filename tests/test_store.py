@@ -115,8 +115,9 @@ def test_hash_mismatch_refused_and_new_store_moves_aside(tmp_path, pl):
     store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
     store.sync_plan(pl)
     store.close()
-    other = parse_protocol(TEXT.replace("high = 200", "high = 300"), "other.toml")
-    with pytest.raises(InputError, match="holds runs of another protocol"):
+    other = parse_protocol(TEXT.replace('name = "st"', 'name = "other"').replace("high = 200", "high = 300"),
+                           "other.toml")
+    with pytest.raises(InputError, match=r"holds runs of another protocol .*: another name \('other'\)"):
         Store.open_for_run(tmp_path / "s.sqlite", other)
     Store.open_for_run(tmp_path / "s.sqlite", other, new_store=True).close()
     backups = [p.name for p in tmp_path.iterdir() if p.name.endswith(".bak")]
@@ -125,37 +126,51 @@ def test_hash_mismatch_refused_and_new_store_moves_aside(tmp_path, pl):
     assert con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0] == pl.protocol.hash
 
 
-def test_a_store_grows_by_seeds_and_keeps_its_runs(tmp_path, pl):
-    """The same protocol with seeds added takes the store over (its runs kept, the change recorded in meta);
-    seeds removed, or seeds added together with another change, are another protocol."""
+def test_another_protocol_takes_a_store_over_when_it_plans_the_finished_runs_identically(tmp_path, pl):
+    """Seeds, tasks or algorithms added, or settings changed where nothing finished: the store is the new
+    protocol's, its finished runs kept and its unfinished ones replanned; a finished run planned otherwise, or no
+    longer planned, is another protocol (naming the run and the first difference)."""
     path = tmp_path / "s.sqlite"
     store = Store.open_for_run(path, pl.protocol)
     store.sync_plan(pl)
-    done = [r for r in pl.runs if r.seed == 1]
+    done = [r for r in pl.runs if r.seed == 1 and r.algorithm.label == "PPO"]
     for r in done:
         fill(store, r, {b: 2.0 for b in r.budgets})
     store.close()
     before = export_table(path).frame
 
-    more = parse_protocol(TEXT.replace("seeds = 2", "seeds = [0, 1, 3]"), "more.toml")
+    # a seed more, and A2C (nothing finished) with another learning rate
+    text = TEXT.replace("seeds = 2", "seeds = [0, 1, 3]").replace('name = "A2C"', 'name = "A2C"\nhyperparams = { learning_rate = 0.001 }')
+    more = parse_protocol(text, "more.toml")
     store = Store.open_for_run(path, more)
-    assert store.seeds_added == (3,)
+    assert store.adopted.kept == len(done) and store.adopted.old_hash == pl.protocol.hash
+    assert len(store.adopted.replanned) == sum(1 for r in pl.runs if r.algorithm.label == "A2C")
     store.sync_plan(plan(more))
     statuses = store.statuses()
+    a2c = store.con.execute("SELECT spec FROM runs WHERE label='A2C' LIMIT 1").fetchone()[0]
     store.close()
+    assert '"learning_rate", 0.001' in a2c
     assert {rid for rid, st in statuses.items() if st == "done"} == {r.run_id for r in done}
-    assert sorted(rid for rid in statuses if "__3__" in rid) == sorted(r.run_id for r in plan(more).runs if r.seed == 3)
-    assert len(statuses) == len(plan(more).runs)
+    assert set(statuses) == {r.run_id for r in plan(more).runs}
     assert export_table(path).frame.equals(before)
     con = sqlite3.connect(path)
     assert con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0] == more.hash
-    (added,) = [json.loads(v) for k, v in con.execute("SELECT key, value FROM meta") if k.startswith("seeds_added_")]
+    (changed,) = [json.loads(v) for k, v in con.execute("SELECT key, value FROM meta") if k.startswith("protocol_changed_")]
     con.close()
-    assert added == {"from": pl.protocol.hash, "to": more.hash, "seeds": [3]}
+    assert changed == {"from": pl.protocol.hash, "to": more.hash, "kept": len(done),
+                       "replanned": sum(1 for r in pl.runs if r.algorithm.label == "A2C")}
 
-    for text in (TEXT, TEXT.replace("seeds = 2", "seeds = 4").replace("high = 200", "high = 300")):
-        with pytest.raises(InputError, match="holds runs of another protocol"):
-            Store.open_for_run(path, parse_protocol(text, "other.toml"))
+    refused = {
+        "seeds = [0, 3]": "its finished run CartPole-v1__PPO__1__nested is not planned by this file",
+        "high = 300": "its finished run CartPole-v1__PPO__1__nested is planned otherwise by this file (budgets[1]: "
+                      "200 recorded, 300 planned)",
+    }
+    for change, message in refused.items():
+        key = change.split(" =")[0]
+        other = "\n".join(change if line.startswith(key + " =") else line for line in text.splitlines())
+        with pytest.raises(InputError, match="holds runs of another protocol") as info:
+            Store.open_for_run(path, parse_protocol(other, "other.toml"))
+        assert message in str(info.value), str(info.value)
     Store.open_for_run(path, more).close()  # the grown protocol is the store's now
 
 

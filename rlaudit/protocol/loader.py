@@ -190,26 +190,6 @@ def _digest(canonical: dict) -> str:
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def added_seeds(recorded_text: str, protocol: Protocol) -> tuple[int, ...]:
-    """The seeds ``protocol`` adds to the protocol recorded as ``recorded_text``, when it is that protocol with
-    more seeds and nothing else run-defining changed (a run is defined by its task, algorithm, seed and
-    regime alone, so the recorded runs are runs of ``protocol``); ``()`` otherwise (another protocol, the same
-    seeds, or seeds removed).
-    """
-    try:
-        old, new = tomllib.loads(recorded_text), tomllib.loads(protocol.text)
-        old_seeds, new_seeds = _seeds(old.get("seeds"), "seeds"), _seeds(new.get("seeds"), "seeds")
-    except (tomllib.TOMLDecodeError, InputError):
-        return ()
-
-    def but_seeds(doc: dict) -> str:
-        return _digest({k: v for k, v in _run_defining(doc).items() if k != "seeds"})
-
-    if but_seeds(old) != but_seeds(new) or not set(old_seeds) < set(new_seeds):
-        return ()
-    return tuple(s for s in new_seeds if s not in set(old_seeds))
-
-
 def _check_algorithm_names(algorithms, where: str) -> None:
     """Raise on the first algorithm name the registry lacks: a claim naming ``DQN`` next to a misspelt
     ``name = "DQN2"`` is wrong because of the name, so the name's error (with its did-you-mean) is the one to

@@ -345,9 +345,12 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
     summary = Summary()
     t0 = time.perf_counter()
     try:
-        if store.seeds_added:
-            console.print(f"{store_path}: the protocol adds seed(s) {', '.join(map(str, store.seeds_added))}; the "
-                          f"recorded runs are kept", highlight=False, markup=False, soft_wrap=True)
+        if store.adopted:
+            a = store.adopted
+            console.print(f"{store_path}: the protocol changed (hash {a.old_hash[:12]} -> {plan.protocol.hash[:12]}) "
+                          f"and plans its {a.kept} finished run(s) identically: kept"
+                          + (f"; {len(a.replanned)} unfinished run(s) replanned" if a.replanned else ""),
+                          highlight=False, markup=False, soft_wrap=True)
         store.sync_plan(plan)
         selected = plan.select(only)
         store.reset_unfinished({s.run_id for s in selected})

@@ -12,10 +12,11 @@ Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every cha
 schema change) ``machine``, the fingerprint of what decides bit-equality of a rerun
 (:mod:`rlaudit.run.machine`), plus ``machine_also_<hash>`` for each other machine a driver resumed the store
 on. Stores without it read as before; ``scripts/replay_run.py`` then cannot tell whether a machine matches.
-From 2026-12-02 (no schema change): a store accepts its protocol with seeds added (nothing else run-defining
-changed; a run is its task, algorithm, seed and regime), keeps its runs, takes the new protocol's hash and
-records ``meta.seeds_added_<UTC time>`` = ``{"from": old hash, "to": new hash, "seeds": [...]}``. The recorded
-runs' ``spec`` keep the hash they were planned under.
+From 2026-12-02 (no schema change): a store accepts another protocol that plans every one of its finished runs
+identically (the run's ``spec`` without its protocol hash: seeds, tasks or algorithms added, settings changed
+where nothing has finished), keeps those runs, replans its unfinished runs that the new protocol plans
+otherwise, takes the new protocol's hash and records ``meta.protocol_changed_<UTC time>`` = ``{"from": old hash,
+"to": new hash, "kept": n, "replanned": m}``. The kept runs' ``spec`` keep the hash they were planned under.
 
 Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
 (``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
@@ -48,6 +49,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -295,6 +297,63 @@ def check_writable(path: Path) -> None:
         raise InputError(f"{path}: the store file is not writable")
 
 
+@dataclass(frozen=True)
+class Adoption:
+    """What taking a store over for another protocol keeps and replans (:func:`_adoption`)."""
+
+    old_hash: str
+    """The hash of the store's protocol until now."""
+    kept: int
+    """Finished runs the new protocol plans identically (kept)."""
+    replanned: tuple[str, ...]
+    """Unfinished runs the new protocol plans otherwise or not at all (deleted, then planned afresh)."""
+    refusal: str = ""
+    """Why the store cannot be taken over (a finished run the new protocol does not plan identically)."""
+
+
+def _spec_content(text: str) -> dict:
+    """A stored run spec without the protocol hash it was planned under."""
+    d = json.loads(text)
+    d.pop("protocol_hash", None)
+    return d
+
+
+def _first_difference(a, b, where: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return _first_difference(a.get(key), b.get(key), f"{where}.{key}" if where else key)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{where}[{i}]")
+    return f"{where}: {json.dumps(a, default=str)} recorded, {json.dumps(b, default=str)} planned"
+
+
+def _adoption(con: sqlite3.Connection, protocol, old_hash: str) -> Adoption:
+    """Whether ``protocol`` (of the store's protocol name) may take over a store of the protocol ``old_hash``:
+    every finished run must be a run of ``protocol``, planned identically (same task, algorithm and settings,
+    seed, budgets, evaluation; a run is defined by its spec, not by the file that planned it). Unfinished runs
+    that ``protocol`` plans otherwise are replanned."""
+    from rlaudit.protocol import plan
+
+    planned = {r.run_id: _spec_content(r.to_json()) for r in plan(protocol).runs}
+    kept, replanned = 0, []
+    for run_id, status, spec in con.execute("SELECT run_id, status, spec FROM runs ORDER BY run_id"):
+        same = planned.get(run_id) == _spec_content(spec)
+        if status != "done":
+            if not same:
+                replanned.append(run_id)
+            continue
+        if run_id not in planned:
+            return Adoption(old_hash, 0, (), f"its finished run {run_id} is not planned by this file")
+        if not same:
+            return Adoption(old_hash, 0, (), f"its finished run {run_id} is planned otherwise by this file ("
+                            f"{_first_difference(_spec_content(spec), planned[run_id])})")
+        kept += 1
+    return Adoption(old_hash, kept, tuple(replanned))
+
+
 def lock_holder(path: Path) -> bool:
     """Whether some process holds the run lock of the store at ``path``."""
     if not path.exists():
@@ -315,8 +374,8 @@ class Store:
         self.path = path
         self.con = con
         self._lock_fh = lock_fh
-        self.seeds_added: tuple[int, ...] = ()
-        """Seeds this opening added to the store's protocol (:meth:`open_for_run`)."""
+        self.adopted: Adoption | None = None
+        """Set when this opening made the store another protocol's (:meth:`open_for_run`)."""
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
@@ -324,8 +383,9 @@ class Store:
                      machine: dict[str, str] | None = None) -> Store | None:
         """Open (or create) the store of ``protocol`` at ``path`` for a driver.
 
-        A store of the same protocol with fewer seeds becomes ``protocol``'s store (its runs are kept; the
-        seeds added are in :attr:`seeds_added`), so that a sweep can grow by seeds without training again.
+        A store of another protocol becomes ``protocol``'s when ``protocol`` plans every finished run of it
+        identically (:func:`_adoption`: seeds, tasks or algorithms added, settings changed only where nothing
+        has finished), so that a sweep grows without training again; :attr:`adopted` then says what was kept.
 
         Args:
             path: the store file.
@@ -345,7 +405,7 @@ class Store:
         """
         path = Path(path)
         check_writable(path)
-        seeds_added: tuple[int, ...] = ()
+        adoption: Adoption | None = None
         if path.exists():
             if lock_holder(path):
                 raise InputError(f"{path}: another 'rlaudit run' is writing this store; wait for it to finish "
@@ -354,18 +414,15 @@ class Store:
                 con = check_store_file(path)
                 row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
                 name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
-                recorded = con.execute("SELECT text FROM protocols WHERE hash=?", (row[0] if row else "",)).fetchone()
+                if row and row[0] != protocol.hash:
+                    adoption = (_adoption(con, protocol, row[0]) if name and name[0] == protocol.name else
+                                Adoption(row[0], 0, (), f"another name ({protocol.name!r})"))
                 con.close()
-                if row and row[0] != protocol.hash and recorded:
-                    from rlaudit.protocol.loader import added_seeds
-
-                    seeds_added = added_seeds(recorded[0], protocol)
-                if row and row[0] != protocol.hash and not seeds_added:
+                if adoption is not None and adoption.refusal:
                     raise InputError(
                         f"{path}: this store holds runs of another protocol ({name[0] if name else '?'}, hash "
-                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}; only adding seeds "
-                        f"keeps a store); use another --store, or --new-store to move the old store aside and "
-                        f"start again")
+                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}): {adoption.refusal}; "
+                        f"use another --store, or --new-store to move the old store aside and start again")
             except InputError:
                 if not new_store:
                     raise
@@ -388,23 +445,27 @@ class Store:
         con.execute("PRAGMA synchronous=FULL")
         store = cls(path, con, lock_fh)
         store._migrate()
-        if seeds_added:
-            store._add_seeds(protocol, seeds_added)
+        if adoption is not None:
+            store._adopt(protocol, adoption)
         if machine is not None:
             store._record_machine(machine)
         return store
 
-    def _add_seeds(self, protocol, seeds: tuple[int, ...]) -> None:
-        """Make the store the store of ``protocol``, which is its protocol with ``seeds`` added: the recorded
-        runs stay (they are runs of ``protocol``), ``meta.protocol_hash`` becomes ``protocol``'s, and
-        ``meta.seeds_added_<UTC time>`` says which seeds were added to which protocol hash."""
+    def _adopt(self, protocol, adoption: Adoption) -> None:
+        """Make the store ``protocol``'s (see :func:`_adoption`): its unfinished runs that the protocol plans
+        otherwise or not at all are deleted (the driver plans them afresh), ``meta.protocol_hash`` becomes
+        ``protocol``'s, and ``meta.protocol_changed_<UTC time>`` records the change."""
         with self.transaction() as con:
-            old = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0]
+            for run_id in adoption.replanned:
+                con.execute("DELETE FROM evaluations WHERE run_id=?", (run_id,))
+                con.execute("DELETE FROM runs WHERE run_id=?", (run_id,))
             con.execute("UPDATE meta SET value=? WHERE key='protocol_hash'", (protocol.hash,))
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('protocol_name', ?)", (protocol.name,))
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                        (f"seeds_added_{_now()}", json.dumps({"from": old, "to": protocol.hash, "seeds": list(seeds)})))
-        self.seeds_added = seeds
+                        (f"protocol_changed_{_now()}",
+                         json.dumps({"from": adoption.old_hash, "to": protocol.hash, "kept": adoption.kept,
+                                     "replanned": len(adoption.replanned)})))
+        self.adopted = adoption
 
     def _record_machine(self, machine: dict[str, str]) -> None:
         """Record the driver's fingerprint: ``machine`` when none is recorded yet in a new store, else
