@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 
@@ -694,3 +695,21 @@ def test_minatar_protocol_smoke_run(tmp_path):
     scores = pd.read_csv(out, comment="#")
     assert set(scores["algorithm"]) == {"DQN", "C51", "QR-DQN", "IQN", "Rainbow (Dopamine)"}
     assert set(scores["budget"]) >= {150, 300}
+
+
+def test_iqn_cosine_features_start_at_0_or_dopamines_1():
+    """``cos(pi i tau)`` for ``i = 0 .. n - 1`` (the paper's; the first feature is 1) or ``1 .. n`` (Dopamine's),
+    the same in the SB3 built-in and the JAX backend; any other start is refused."""
+    from rlaudit.algorithms.dqn_components import cosine_features
+
+    taus = th.tensor([[0.25, 0.5]])
+    paper, dopamine = cosine_features(taus, 3), cosine_features(taus, 3, start=1)
+    assert th.allclose(paper[0, 0], th.tensor([1.0, math.cos(math.pi / 4), math.cos(math.pi / 2)]), atol=1e-6)
+    assert th.allclose(dopamine[0, 1], th.tensor([math.cos(math.pi / 2), math.cos(math.pi), math.cos(1.5 * math.pi)]),
+                       atol=1e-6)
+    net = _component_net(distributional="iqn", n_cos=3, n_tau_act=2, cos_start=1)
+    assert net._get_constructor_parameters()["cos_start"] == 1
+    with pytest.raises(ValueError, match="cos_start must be 0 .* or 1"):
+        DQNFamily.validate_hyperparams({"distributional": "iqn", "cos_start": 2})
+    jax_networks = pytest.importorskip("rlaudit.run.backends.jax.networks")
+    np.testing.assert_allclose(np.asarray(jax_networks.cosine_features(taus.numpy(), 3, 1)), dopamine.numpy(), atol=1e-6)

@@ -156,6 +156,8 @@ PUBLISHED_DQN = {"exploration_schedule": "dopamine", "max_grad_norm": math.inf}
     ("DQN", PUBLISHED_DQN, {"features_extractor": "nature"}, r"the Dopamine reference has the 'minatar' network only"),
     ("DQN", PUBLISHED_DQN, {"activation_fn": "tanh"}, r"policy_kwargs.activation_fn has no counterpart"),
     ("PPO", {}, {}, r"Dopamine has no agent for 'PPO'"),
+    ("IQN", PUBLISHED_DQN, {}, r"hyperparams.cos_start = 0 cannot be run by Dopamine's JaxImplicitQuantileAgent "
+                               r"\(Dopamine's cosine features are cos\(pi i tau\) for i = 1 .. n_cos; write cos_start = 1"),
 ])
 def test_dopamine_config_refuses_what_dopamine_cannot_run(name, hp, pk, message):
     with pytest.raises(InputError, match=message) as info:

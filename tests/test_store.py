@@ -449,3 +449,15 @@ def test_run_counts_in_score_metadata_are_checked():
         ScoreMeta.from_dict({"runs_planned": 2, "runs_finished": 3}, "m.json")
     with pytest.raises(InputError, match="m.json: runs_planned must be a whole number >= 0, got -1"):
         ScoreMeta.from_dict({"runs_planned": -1}, "m.json")
+
+
+def test_a_spec_stored_before_a_field_existed_compares_with_its_default(pl):
+    """Runs recorded before ``algorithm.backend`` existed are runs of the "sb3" backend when a changed protocol
+    takes their store over."""
+    from rlaudit.store.sqlite import _spec_content
+
+    spec = json.loads(pl.runs[0].to_json())
+    assert spec["algorithm"].pop("backend") == "sb3"
+    assert _spec_content(json.dumps(spec)) == _spec_content(pl.runs[0].to_json())
+    spec["algorithm"]["backend"] = "jax"
+    assert _spec_content(json.dumps(spec)) != _spec_content(pl.runs[0].to_json())

@@ -8,7 +8,7 @@ Pure functions, each tested on hand-built batches:
   ``1 - |Tz_j - z_i| / Δz``.
 - :func:`categorical_loss` — cross-entropy of the projected target against the predicted distribution.
 - :func:`quantile_huber_loss` — the quantile Huber loss of QR-DQN and IQN (Dabney et al. 2018a, 2018b).
-- :func:`cosine_features` — IQN's embedding of quantile levels, ``cos(π i τ)`` for ``i = 0 .. n_cos - 1``.
+- :func:`cosine_features` — IQN's embedding of quantile levels, ``cos(π i τ)`` for ``i = start .. start + n_cos - 1``.
 - :func:`factorised_noise` — ``f(x) = sgn(x) sqrt(|x|)`` of factorised Gaussian noise (Fortunato et al. 2018).
 
 :class:`NoisyLinear` is the factorised-Gaussian noisy layer; :class:`ComponentQNetwork` is the Q-network
@@ -105,17 +105,19 @@ def quantile_huber_loss(quantiles: th.Tensor, taus: th.Tensor, targets: th.Tenso
     return (weight * huber / kappa).mean(dim=2).sum(dim=1)
 
 
-def cosine_features(taus: th.Tensor, n_cos: int) -> th.Tensor:
-    """IQN's cosine features ``cos(π i τ)``, ``i = 0 .. n_cos - 1`` (Dabney et al. 2018b, eq. 4).
+def cosine_features(taus: th.Tensor, n_cos: int, start: int = 0) -> th.Tensor:
+    """IQN's cosine features ``cos(π i τ)``, ``i = start .. start + n_cos - 1`` (Dabney et al. 2018b, eq. 4:
+    ``start = 0``, whose first feature is the constant 1; Dopamine's agents: ``start = 1``).
 
     Args:
         taus: quantile levels, shape ``(batch, n_tau)``.
         n_cos: number of features.
+        start: the first ``i``.
 
     Returns:
         Shape ``(batch, n_tau, n_cos)``.
     """
-    i = th.arange(n_cos, dtype=taus.dtype, device=taus.device)
+    i = th.arange(start, start + n_cos, dtype=taus.dtype, device=taus.device)
     return th.cos(math.pi * taus.unsqueeze(-1) * i)
 
 
@@ -223,6 +225,7 @@ class ComponentQNetwork(QNetwork):
         v_min, v_max: C51 support bounds.
         n_quantiles: QR-DQN quantiles.
         n_cos: IQN cosine features.
+        cos_start: the first cosine feature's index (0: the IQN paper's; 1: Dopamine's).
         n_tau_act: IQN quantile samples ``K`` averaged for the greedy action.
         iqn_post_layers: hidden layers of ``net_arch`` after the IQN merge.
         dueling: value and advantage streams.
@@ -240,6 +243,7 @@ class ComponentQNetwork(QNetwork):
         v_max: float = 10.0,
         n_quantiles: int = 200,
         n_cos: int = 64,
+        cos_start: int = 0,
         n_tau_act: int = 32,
         iqn_post_layers: int = 1,
         dueling: bool = False,
@@ -252,6 +256,7 @@ class ComponentQNetwork(QNetwork):
         self.distributional = distributional
         self.n_atoms, self.v_min, self.v_max = int(n_atoms), float(v_min), float(v_max)
         self.n_quantiles, self.n_cos, self.n_tau_act = int(n_quantiles), int(n_cos), int(n_tau_act)
+        self.cos_start = int(cos_start)
         self.iqn_post_layers = int(iqn_post_layers)
         self.dueling, self.stream_arch = bool(dueling), list(stream_arch or [])
         self.noisy, self.noisy_sigma0 = bool(noisy), float(noisy_sigma0)
@@ -317,7 +322,7 @@ class ComponentQNetwork(QNetwork):
         if self.distributional != "iqn":
             return self._heads(self.post(hidden) if len(self.post) else hidden)
         batch, n_tau = taus.shape
-        embedding = self.tau_embedding(cosine_features(taus, self.n_cos))  # (batch, n_tau, d)
+        embedding = self.tau_embedding(cosine_features(taus, self.n_cos, self.cos_start))  # (batch, n_tau, d)
         merged = (hidden.unsqueeze(1) * embedding).reshape(batch * n_tau, -1)
         out = self._heads(self.post(merged)).reshape(batch, n_tau, self.n_actions)
         return out.transpose(1, 2)
@@ -342,7 +347,7 @@ class ComponentQNetwork(QNetwork):
         return {
             **super()._get_constructor_parameters(),
             "distributional": self.distributional, "n_atoms": self.n_atoms, "v_min": self.v_min,
-            "v_max": self.v_max, "n_quantiles": self.n_quantiles, "n_cos": self.n_cos,
+            "v_max": self.v_max, "n_quantiles": self.n_quantiles, "n_cos": self.n_cos, "cos_start": self.cos_start,
             "n_tau_act": self.n_tau_act, "iqn_post_layers": self.iqn_post_layers, "dueling": self.dueling, "stream_arch": self.stream_arch,
             "noisy": self.noisy, "noisy_sigma0": self.noisy_sigma0,
         }

@@ -433,6 +433,8 @@ class DQNFamily(DQN):
         n_tau_act: IQN samples ``K`` averaged for the greedy action (32); evaluation uses ``K`` evenly
             spaced levels instead of draws, so it is deterministic.
         n_cos: IQN cosine features (64).
+        cos_start: index ``i`` of the first cosine feature ``cos(π i τ)``: 0, the IQN paper's (its first feature
+            is the constant 1), or 1, Dopamine's (``i = 1 .. n_cos``).
         iqn_post_layers: hidden layers (of ``net_arch``) after the IQN merge, which run once per sampled
             τ. 1 is the paper's layout (merge before the last hidden layer); 0 merges after the last
             hidden layer, so that only the linear head runs per τ (much cheaper with wide MLPs).
@@ -467,6 +469,7 @@ class DQNFamily(DQN):
         n_tau_target: int = 64,
         n_tau_act: int = 32,
         n_cos: int = 64,
+        cos_start: int = 0,
         iqn_post_layers: int = 1,
         kappa: float = 1.0,
         noisy: bool = False,
@@ -475,7 +478,7 @@ class DQNFamily(DQN):
     ) -> None:
         components = dict(
             distributional=distributional, n_atoms=n_atoms, v_min=v_min, v_max=v_max, n_quantiles=n_quantiles,
-            n_tau=n_tau, n_tau_target=n_tau_target, n_tau_act=n_tau_act, n_cos=n_cos, iqn_post_layers=iqn_post_layers, kappa=kappa,
+            n_tau=n_tau, n_tau_target=n_tau_target, n_tau_act=n_tau_act, n_cos=n_cos, cos_start=cos_start, iqn_post_layers=iqn_post_layers, kappa=kappa,
             noisy=noisy, noisy_sigma0=noisy_sigma0,
         )
         self.validate_hyperparams(dict(per_alpha=per_alpha, per_beta=per_beta, per_eps=per_eps, **components, **kwargs))
@@ -489,6 +492,7 @@ class DQNFamily(DQN):
         self.distributional = distributional
         self.n_atoms, self.v_min, self.v_max, self.n_quantiles = int(n_atoms), float(v_min), float(v_max), int(n_quantiles)
         self.n_tau, self.n_tau_target, self.n_tau_act, self.n_cos = int(n_tau), int(n_tau_target), int(n_tau_act), int(n_cos)
+        self.cos_start = int(cos_start)
         self.iqn_post_layers = int(iqn_post_layers)
         self.kappa = float(kappa)
         self.noisy, self.noisy_sigma0 = bool(noisy), float(noisy_sigma0)
@@ -503,7 +507,7 @@ class DQNFamily(DQN):
         if self.uses_components:
             policy_kwargs["components"] = dict(
                 distributional=self.distributional, n_atoms=self.n_atoms, v_min=self.v_min, v_max=self.v_max,
-                n_quantiles=self.n_quantiles, n_cos=self.n_cos, n_tau_act=self.n_tau_act,
+                n_quantiles=self.n_quantiles, n_cos=self.n_cos, cos_start=self.cos_start, n_tau_act=self.n_tau_act,
                 iqn_post_layers=self.iqn_post_layers,
                 noisy=self.noisy, noisy_sigma0=self.noisy_sigma0,
             )
@@ -529,6 +533,9 @@ class DQNFamily(DQN):
             value = hp.get(name, least)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        if hp.get("cos_start", 0) not in (0, 1) or isinstance(hp.get("cos_start", 0), bool):
+            raise ValueError(f"cos_start must be 0 (the IQN paper's features) or 1 (Dopamine's), got "
+                             f"{hp['cos_start']!r}")
         distributional = hp.get("distributional", "none")
         if distributional not in DISTRIBUTIONAL:
             raise ValueError(

@@ -16,7 +16,7 @@ has no other); ``learning_rate`` / ``adam_eps`` -> ``create_optimizer.learning_r
 ``n_tau_target``, ``n_tau_act``, ``n_cos`` -> ``num_tau_samples``, ``num_tau_prime_samples``,
 ``num_quantile_samples``, ``quantile_embedding_dim``. Built in: no gradient clipping
 (``max_grad_norm = inf``), one gradient step per update, PER with α = 0.5 (priorities √loss) and a fixed
-β = 0.5, no double / dueling / noisy parts.
+β = 0.5, no double / dueling / noisy parts, IQN's cosine features from ``i = 1`` (``cos_start = 1``).
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ _PER_FIXED = {"per_alpha": (0.6, 0.5, "Dopamine's priorities are sqrt(loss), i.e
               "per_beta": (0.4, 0.5, "Dopamine's importance weights use beta 0.5"),
               "per_beta_anneal": (True, False, "Dopamine keeps beta fixed; write per_beta_anneal = false")}
 
+_IQN_FIXED = {"cos_start": (0, 1, "Dopamine's cosine features are cos(pi i tau) for i = 1 .. n_cos; write "
+                                 "cos_start = 1")}
+
 _MAPPED = {"gamma", "n_steps", "learning_starts", "train_freq", "target_update_interval", "exploration_final_eps",
            "epsilon_decay_steps", "learning_rate", "adam_eps", "buffer_size", "batch_size", "loss", "n_atoms",
            "v_min", "v_max", "prioritized", "n_quantiles", "kappa", "n_tau", "n_tau_target", "n_tau_act", "n_cos",
@@ -85,6 +88,8 @@ def dopamine_config(name: str, hyperparams: Mapping[str, Any], policy_kwargs: Ma
     fixed = dict(_FIXED)
     if hp.get("prioritized"):
         fixed.update(_PER_FIXED)
+    if name == "IQN":
+        fixed.update(_IQN_FIXED)
     for key, (default, needed, why) in fixed.items():
         value = hp.get(key, default)
         if value != needed:

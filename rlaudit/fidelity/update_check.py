@@ -17,8 +17,8 @@ agent uses prioritized replay). Compared:
   ``(loss + per_eps) ** 0.5`` with ``per_eps`` 1e-6, a declared deviation; compared relative to their size).
 
 Replay sampling, exploration and the environment loop are not part of it (the seed-level comparison covers
-them); nor is IQN, whose cosine features differ by a declared deviation (``i = 0 .. 63`` here, ``1 .. 64`` in
-Dopamine), so that the two compute different functions by design.
+them); nor is IQN, whose quantile levels Dopamine draws inside its compiled train step from per-sample keys
+that cannot be handed to the built-in.
 
 :func:`check_backend_updates` runs the same check between rlaudit's own two backends (the SB3 built-in against
 the JAX program, IQN included: the JAX side's sampled levels are fed to the SB3 side), in this interpreter.
@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 CHECKED = ("DQN", "C51", "QRDQN", "DopamineRainbow")
-"""Built-ins this check covers (IQN: see the module doc)."""
+"""Built-ins this check covers against Dopamine (IQN: see the module doc)."""
 
 GRAD_TOLERANCE = 1e-3
 """Largest relative gradient difference that counts as the same update (float32 rounding measured 6e-7 - 5e-5,
@@ -249,8 +249,8 @@ def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | 
             raise InputError(f"{protocol_path}: no algorithm {algorithm!r} "
                              f"({', '.join(a.label for a in protocol.algorithms)})")
         if entries[0].name not in CHECKED:
-            raise InputError(f"{algorithm}: the update check covers {', '.join(CHECKED)} (IQN's cosine features "
-                             f"differ from Dopamine's by a declared deviation)")
+            raise InputError(f"{algorithm}: the update check covers {', '.join(CHECKED)} (Dopamine's IQN draws its "
+                             f"quantile levels inside its compiled step)")
         chosen.append(entries[0])
     reference = get_reference("dopamine")
     reference.version()  # not installed: one line with the fix
@@ -328,8 +328,8 @@ def _compare(spec, ours, theirs: dict, n_steps: int, task: str) -> UpdateCheck:
 
 
 BACKEND_CHECKED = ("DQN", "C51", "QRDQN", "IQN", "DopamineRainbow")
-"""Built-ins whose JAX backend the backend check covers (IQN included: both backends use the same cosine features,
-and the JAX side's sampled levels are fed to the SB3 side)."""
+"""Built-ins whose JAX backend the backend check covers (IQN included: the JAX side's sampled levels are fed to the
+SB3 side)."""
 
 
 def _jax_steps(spec, batches, online, target):

@@ -136,7 +136,8 @@ class RunSpec:
     @classmethod
     def from_json(cls, text: str) -> RunSpec:
         """The spec written by :meth:`to_json` (to hand a run to another process, e.g. a reference
-        implementation's interpreter in :mod:`rlaudit.fidelity`)."""
+        implementation's interpreter in :mod:`rlaudit.fidelity`). Specs stored before a field existed read as
+        that field's default (``algorithm.backend``: ``"sb3"``)."""
         d = json.loads(text)
 
         def pairs(items) -> tuple:
@@ -145,7 +146,8 @@ class RunSpec:
         t, a = d["task"], d["algorithm"]
         return cls(run_id=d["run_id"], protocol_hash=d["protocol_hash"],
                    task=TaskSpec(t["id"], t["suite"], pairs(t["kwargs"]), t["max_episode_steps"]),
-                   algorithm=AlgoSpec(a["name"], a["label"], pairs(a["hyperparams"]), pairs(a["policy_kwargs"])),
+                   algorithm=AlgoSpec(a["name"], a["label"], pairs(a["hyperparams"]), pairs(a["policy_kwargs"]),
+                                      a.get("backend") or "sb3"),
                    seed=int(d["seed"]), budgets=tuple(int(b) for b in d["budgets"]), eval=EvalSpec(**d["eval"]),
                    regime_kind=d["regime_kind"], regime=d["regime"])
 

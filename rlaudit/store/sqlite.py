@@ -312,8 +312,14 @@ class Adoption:
 
 
 def _spec_content(text: str) -> dict:
-    """A stored run spec without the protocol hash it was planned under."""
-    d = json.loads(text)
+    """A run spec without the protocol hash it was planned under, read through :class:`RunSpec` so that a spec
+    stored before a field existed compares with that field's default."""
+    from rlaudit.run.spec import RunSpec
+
+    try:
+        d = json.loads(RunSpec.from_json(text).to_json())
+    except (KeyError, TypeError, ValueError):  # a spec this rlaudit cannot read: compared as written
+        d = json.loads(text)
     d.pop("protocol_hash", None)
     return d
 

@@ -53,7 +53,8 @@ HYPERPARAMS: dict[str, tuple[tuple[type, ...], tuple | None, str]] = {
     "double": _BOOL, "dueling": _BOOL, "prioritized": _BOOL, "per_alpha": _FLOAT, "per_beta": _FLOAT,
     "per_eps": _FLOAT, "distributional": ((str,), ("none", "c51", "qr", "iqn"), "'none', 'c51', 'qr' or 'iqn'"),
     "n_atoms": _INT, "v_min": _FLOAT, "v_max": _FLOAT, "n_quantiles": _INT, "n_tau": _INT, "n_tau_target": _INT,
-    "n_tau_act": _INT, "n_cos": _INT, "iqn_post_layers": _INT, "kappa": _FLOAT,
+    "n_tau_act": _INT, "n_cos": _INT, "cos_start": ((int,), (0, 1), "0 or 1"), "iqn_post_layers": _INT,
+    "kappa": _FLOAT,
     # accepted at the values the JAX backend implements (their SB3 defaults), refused otherwise
     "policy": ((str,), ("MlpPolicy",), "'MlpPolicy'"), "optimize_memory_usage": _BOOL, "noisy": _BOOL,
     "noisy_sigma0": _FLOAT, "device": ((str,), None, "a string"),
@@ -73,7 +74,7 @@ CONTRACT_DEFAULTS: dict[str, Any] = {"adam_eps": None, "exploration_schedule": "
 FAMILY_DEFAULTS: dict[str, Any] = {"double": False, "dueling": False, "prioritized": False, "per_alpha": 0.6,
                                    "per_beta": 0.4, "per_eps": 1e-6, "distributional": "none", "n_atoms": 51,
                                    "v_min": -10.0, "v_max": 10.0, "n_quantiles": 200, "n_tau": 64,
-                                   "n_tau_target": 64, "n_tau_act": 32, "n_cos": 64, "iqn_post_layers": 1,
+                                   "n_tau_target": 64, "n_tau_act": 32, "n_cos": 64, "cos_start": 0, "iqn_post_layers": 1,
                                    "kappa": 1.0, "noisy": False, "noisy_sigma0": 0.5}
 """The DQN family's component defaults (``DQNFamily``'s), for SB3 classes that lack a component (``DQN``:
 all off; ``QRDQN``: ``distributional = "qr"``)."""
@@ -148,6 +149,7 @@ class AgentConfig:
     n_tau_target: int
     n_tau_act: int
     n_cos: int
+    cos_start: int
     iqn_post_layers: int
     kappa: float
 
@@ -340,7 +342,7 @@ def agent_config(spec) -> AgentConfig:
             values[f.name] = hp[f.name]
     for name in ("buffer_size", "learning_starts", "batch_size", "gradient_steps", "target_update_interval",
                  "epsilon_decay_steps", "n_steps", "n_atoms", "n_quantiles", "n_tau", "n_tau_target", "n_tau_act",
-                 "n_cos", "iqn_post_layers"):
+                 "n_cos", "cos_start", "iqn_post_layers"):
         values[name] = int(values[name])
     for name in ("tau", "gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps",
                  "per_alpha", "per_beta", "per_eps", "v_min", "v_max", "kappa"):

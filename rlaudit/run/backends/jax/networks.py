@@ -4,7 +4,7 @@ Layout, as the SB3 built-ins (``stable_baselines3.dqn.policies.QNetwork``, ``Com
 sb3-contrib's ``QuantileNetwork``): features extractor -> hidden layers ``net_arch`` (ReLU) -> linear head of
 ``n_actions * n_out`` outputs, or with ``dueling`` a value stream (``n_out``) and an advantage stream
 (``n_actions * n_out``), each with its own ``stream_arch`` hidden layers, combined per atom / quantile as
-``V + A - mean_a A``. For IQN the cosine embedding ``ReLU(Linear(cos(pi i tau)))``, ``i = 0 .. n_cos - 1``,
+``V + A - mean_a A``. For IQN the cosine embedding ``ReLU(Linear(cos(pi i tau)))``, ``i = cos_start .. cos_start + n_cos - 1``,
 multiplies the hidden activations before the last ``iqn_post_layers`` hidden layers.
 
 Features extractors (``policy_kwargs.features_extractor``):
@@ -141,9 +141,10 @@ def _heads(cfg: AgentConfig, params: dict, hidden: jax.Array) -> jax.Array:
     return value + advantage - advantage.mean(axis=1, keepdims=True)
 
 
-def cosine_features(taus: jax.Array, n_cos: int) -> jax.Array:
-    """``cos(pi i tau)``, ``i = 0 .. n_cos - 1``: shape ``taus.shape + (n_cos,)`` (rlaudit's IQN embedding)."""
-    return jnp.cos(jnp.pi * taus[..., None] * jnp.arange(n_cos, dtype=jnp.float32))
+def cosine_features(taus: jax.Array, n_cos: int, start: int = 0) -> jax.Array:
+    """``cos(pi i tau)``, ``i = start .. start + n_cos - 1``: shape ``taus.shape + (n_cos,)`` (rlaudit's IQN
+    embedding; ``start`` 0 is the IQN paper's, 1 Dopamine's)."""
+    return jnp.cos(jnp.pi * taus[..., None] * jnp.arange(start, start + n_cos, dtype=jnp.float32))
 
 
 def distribution(cfg: AgentConfig, params: dict, obs: jax.Array, taus: jax.Array | None = None) -> jax.Array:
@@ -153,7 +154,7 @@ def distribution(cfg: AgentConfig, params: dict, obs: jax.Array, taus: jax.Array
     if cfg.distributional != "iqn":
         return _heads(cfg, params, _hidden(params["post"], hidden))
     batch, n_tau = taus.shape
-    embedding = jax.nn.relu(_dense(params["tau"], cosine_features(taus, cfg.n_cos)))  # (batch, n_tau, d)
+    embedding = jax.nn.relu(_dense(params["tau"], cosine_features(taus, cfg.n_cos, cfg.cos_start)))  # (batch, n_tau, d)
     merged = (hidden[:, None, :] * embedding).reshape((batch * n_tau, -1))
     out = _heads(cfg, params, _hidden(params["post"], merged)).reshape((batch, n_tau, cfg.n_actions))
     return out.transpose((0, 2, 1))
