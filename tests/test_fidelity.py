@@ -381,17 +381,18 @@ episode(harness)
 
 @pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
 def test_builtins_take_dopamines_training_step():
-    """Same parameters, same batches: each built-in's gradient, parameters after three Adam steps and (Rainbow)
-    new priorities are Dopamine's to float32 rounding (measured: gradients within 6e-7 - 5e-5 of the largest,
-    parameters within 3e-4 learning rates). A wrong projection, loss scale, head layout, importance weight or
-    target gives differences of order 1; Dopamine's Rainbow without the harness's replay-scheme fix
-    (google/dopamine#230) trains unweighted and never updates a priority, and fails here."""
+    """Same parameters, same batches (IQN: the quantile levels Dopamine drew): each built-in's gradient, parameters
+    after three Adam steps and (Rainbow) new priorities are Dopamine's to float32 rounding (measured: gradients
+    within 3e-7 - 5e-5 of the largest, parameters within 3e-4 learning rates). A wrong projection, loss scale,
+    head layout, importance weight or target gives differences of order 1; Dopamine's Rainbow without the
+    harness's replay-scheme fix (google/dopamine#230) trains unweighted and never updates a priority, and IQN's
+    cosine argument in the other float32 order gave 2.7e-4 and 0.01 learning rates: both fail here."""
     from rlaudit.fidelity.update_check import CHECKED, check_updates
 
     results = check_updates(FIDELITY_PROTOCOL, list(CHECKED))
     assert [r.algorithm for r in results] == list(CHECKED)
     for r in results:
-        assert r.grad_rel < 1e-3 and max(r.params_lr) < 0.01 and r.agrees, r
+        assert r.grad_rel < 1e-4 and max(r.params_lr) < 0.01 and r.agrees, r
         assert (r.priorities_rel is None) == (r.algorithm != "DopamineRainbow"), r
         assert r.priorities_rel is None or r.priorities_rel < 1e-4, r
         assert r.line().endswith(": the same update")
@@ -400,8 +401,8 @@ def test_builtins_take_dopamines_training_step():
 def test_update_check_refuses_what_it_does_not_cover():
     from rlaudit.fidelity.update_check import check_updates
 
-    with pytest.raises(InputError, match="covers DQN, C51, QRDQN, DopamineRainbow"):
-        check_updates(FIDELITY_PROTOCOL, ["IQN"])
+    with pytest.raises(InputError, match="no algorithm 'NoisyDQN'"):
+        check_updates(FIDELITY_PROTOCOL, ["NoisyDQN"])
     with pytest.raises(InputError, match="no algorithm 'PPO'"):
         check_updates(FIDELITY_PROTOCOL, ["PPO"])
     r = _cli(["fidelity", "DQN", "--against", "self", "--protocol", str(FIDELITY_PROTOCOL), "--update-check"])

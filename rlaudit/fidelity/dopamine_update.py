@@ -57,7 +57,30 @@ def _steps(data: dict) -> dict:
     prioritized = getattr(agent, "_replay_scheme", "uniform") == "prioritized"
     captured: list = []
 
+    iqn = hasattr(agent, "num_tau_prime_samples")
+    start_rng = getattr(agent, "_rng", None)
+
+    def levels(rng) -> tuple[np.ndarray, np.ndarray]:
+        """IQN's quantile levels in ``train(rng)``, as dopamine-rl 4.1.2 draws them (the target's ``N'`` values
+        and ``K`` argmax levels per sample, then the online network's ``N``), in the built-in's layout: ``(batch,
+        N' + K)`` and ``(batch, N)``."""
+        import jax
+
+        b = len(data["actions_0"])
+        rng, target_rng = jax.random.split(rng, num=2)
+        nxt = []
+        for key in jax.random.split(target_rng, num=b):
+            _, rng1, rng2 = jax.random.split(key, num=3)
+            nxt.append(np.concatenate([np.asarray(jax.random.uniform(rng2, shape=[agent.num_tau_prime_samples, 1])),
+                                       np.asarray(jax.random.uniform(rng1, shape=[agent.num_quantile_samples, 1]))])[:, 0])
+        _, rng_input = jax.random.split(rng)
+        cur = [np.asarray(jax.random.uniform(key, shape=[agent.num_tau_samples, 1]))[:, 0]
+               for key in jax.random.split(rng_input, num=b)]
+        return np.stack(nxt), np.stack(cur)
+
     def step(k: int) -> None:
+        if iqn:
+            out[f"levels_next_{k}"], out[f"levels_cur_{k}"] = levels(agent._rng)
         elements = {"state": data[f"states_{k}"][..., None], "next_state": data[f"next_states_{k}"][..., None],
                     "action": data[f"actions_{k}"], "reward": data[f"rewards_{k}"], "terminal": data[f"terminals_{k}"]}
         if prioritized:
@@ -82,6 +105,8 @@ def _steps(data: dict) -> dict:
     agent.optimizer = adam
     agent.optimizer_state = adam.init(online)
     agent.online_params, agent.target_network_params = online, target
+    if iqn:  # the Adam steps draw the levels the gradient step drew
+        agent._rng = start_rng
     for k in range(n_batches):
         step(k)
         out.update(_flat(agent.online_params, f"adam_{k}"))

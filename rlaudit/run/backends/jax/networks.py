@@ -144,7 +144,10 @@ def _heads(cfg: AgentConfig, params: dict, hidden: jax.Array) -> jax.Array:
 def cosine_features(taus: jax.Array, n_cos: int, start: int = 0) -> jax.Array:
     """``cos(pi i tau)``, ``i = start .. start + n_cos - 1``: shape ``taus.shape + (n_cos,)`` (rlaudit's IQN
     embedding; ``start`` 0 is the IQN paper's, 1 Dopamine's)."""
-    return jnp.cos(jnp.pi * taus[..., None] * jnp.arange(start, start + n_cos, dtype=jnp.float32))
+    i = jnp.arange(start, start + n_cos, dtype=jnp.float32)
+    if start == 1:  # Dopamine's order, (i pi) tau, as the SB3 built-in (rlaudit.algorithms.dqn_components)
+        return jnp.cos(i * jnp.pi * taus[..., None])
+    return jnp.cos(jnp.pi * taus[..., None] * i)
 
 
 def distribution(cfg: AgentConfig, params: dict, obs: jax.Array, taus: jax.Array | None = None) -> jax.Array:
