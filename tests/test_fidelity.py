@@ -99,13 +99,35 @@ def test_record_and_read_status(tmp_path):
     assert path.read_text().startswith("# Fidelity status")
 
 
+def test_update_check_is_recorded_beside_the_seed_level_verdict(tmp_path):
+    from rlaudit.fidelity.status import record_update
+
+    path = tmp_path / "status.toml"
+    record_update("C51", "the same update as dopamine-rl 4.1.2: gradient 1e-06 (x)", path)
+    c51 = load_status(path)["C51"]
+    assert c51.verdict == "not checked" and status_text(c51) == "scores not compared; same update step as dopamine"
+    assert fidelity_warnings(["C51"], path) == [
+        "C51: its scores are not compared with an independent implementation; its training step was checked against "
+        "Dopamine's: the same update as dopamine-rl 4.1.2: gradient 1e-06 (x)"]
+    t = compare_task("MinAtar/Breakout-v1", [1.0, 2.0, 3.0], [1.5, 2.5, 3.5], alpha_task=0.025, margin_sd=1.0, seed=0)
+    from rlaudit.fidelity.compare import Fidelity
+
+    record_status(Fidelity("C51", "C51", "dopamine", "v", 100_000, 0.05, "rule", (t,), t.verdict), "p.toml", path)
+    c51 = load_status(path)["C51"]  # the seed-level verdict joins the update check, which stays
+    assert c51.checked and c51.update.startswith("the same update")
+    assert status_text(c51).endswith("(Breakout; 3 runs a side); same update step as dopamine")
+    record_update("C51", "DIFFERENT updates as dopamine-rl 4.1.2: gradient 0.5 (x)", path)
+    assert load_status(path)["C51"].checked and "same update step" not in status_text(load_status(path)["C51"])
+
+
 def test_committed_status_file_parses_and_names_builtins():
     from rlaudit.algorithms import get_spec
 
     for name, s in load_status().items():
         get_spec(name)
-        assert s.verdict in ("equivalent", "differs", "undetermined")
-        assert s.reference in REFERENCES and s.budget > 0 and s.n_runs >= 2
+        assert s.verdict in ("equivalent", "differs", "undetermined", "not checked")
+        assert s.checked or s.update, name  # an entry holds a seed-level verdict, an update check, or both
+        assert not s.checked or (s.reference in REFERENCES and s.budget > 0 and s.n_runs >= 2)
 
 
 def test_algorithms_lists_fidelity_status():
@@ -391,7 +413,9 @@ def test_builtins_take_dopamines_training_step():
 
     results = check_updates(FIDELITY_PROTOCOL, list(CHECKED))
     assert [r.algorithm for r in results] == list(CHECKED)
-    for r in results:
+    recorded = load_status()
+    for r in results:  # the committed record says what the check gives now
+        assert recorded[r.algorithm].update.startswith("the same update as dopamine-rl"), r.algorithm
         assert r.grad_rel < 1e-4 and max(r.params_lr) < 0.01 and r.agrees, r
         assert (r.priorities_rel is None) == (r.algorithm != "DopamineRainbow"), r
         assert r.priorities_rel is None or r.priorities_rel < 1e-4, r
@@ -468,6 +492,8 @@ def test_recorded_status_is_what_the_committed_stores_give():
     from rlaudit.protocol import load_protocol, plan
 
     for name, s in load_status().items():
+        if not s.checked:  # only the update check (recomputed by test_builtins_take_dopamines_training_step)
+            continue
         protocol = load_protocol(REPO / s.protocol)
         store = REPO / "sweeps" / protocol.name / "store.sqlite"
         entry = next(a for a in protocol.algorithms if a.name == name)

@@ -60,7 +60,8 @@ def _print(fidelity, echo=click.echo) -> None:
 @click.option("--compare-only", is_flag=True, help="Train nothing: compare the runs already in the stores.")
 @click.option("--reference-only", is_flag=True, help="Train the reference's runs only (the built-in's come from "
                                                      "`rlaudit run`).")
-@click.option("--record", is_flag=True, help="Write the verdict into rlaudit/fidelity/status.toml.")
+@click.option("--record", is_flag=True, help="Write the verdict (or the update check's result) into "
+                                             "rlaudit/fidelity/status.toml.")
 @click.option("--update-check", is_flag=True,
               help="Train nothing: take 3 training steps of the built-in and of Dopamine's agent from the same "
                    "parameters on the same batches and compare gradients, parameters and priorities (seconds; "
@@ -83,6 +84,17 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
 
         result = check_updates(protocol_path, [algorithm], seed=seed)[0]
         click.echo(result.line())
+        if record:
+            import datetime
+
+            from rlaudit.fidelity.references import get_reference
+            from rlaudit.fidelity.status import STATUS_FILE, record_update
+
+            reference = get_reference("dopamine")
+            version = f"{reference.version()}; {reference.revision_text}"
+            text = result.record_text(version, str(protocol_path), datetime.date.today().isoformat())
+            record_update(result.algorithm, text)
+            click.echo(f"recorded: {result.algorithm} update check in {STATUS_FILE}", err=True)
         if not result.agrees:
             raise SystemExit(1)
         return

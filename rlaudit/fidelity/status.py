@@ -49,6 +49,8 @@ class FidelityStatus:
     """The protocol the runs were planned from."""
     detail: str = ""
     """One line per task: means and the difference with its interval."""
+    update: str = ""
+    """The update check's result (:mod:`rlaudit.fidelity.update_check`), in words; empty when not run."""
 
     @property
     def checked(self) -> bool:
@@ -75,7 +77,7 @@ def load_status(path: str | Path = STATUS_FILE) -> dict[str, FidelityStatus]:
                                    reference_version=t.get("reference_version", ""), budget=int(t.get("budget", 0)),
                                    tasks=tuple(t.get("tasks", ())), n_runs=int(t.get("n_runs", 0)),
                                    margin_rule=t.get("margin_rule", ""), protocol=t.get("protocol", ""),
-                                   detail=t.get("detail", ""))
+                                   detail=t.get("detail", ""), update=t.get("update", ""))
     return out
 
 
@@ -89,13 +91,15 @@ def _budget(steps: int) -> str:
 
 
 def status_text(status: FidelityStatus) -> str:
-    """``"equivalent to dopamine at 100k steps (Breakout, SpaceInvaders; 10 runs a side)"`` or ``"not checked"``."""
+    """``"equivalent to dopamine at 100k steps (Breakout, SpaceInvaders; 10 runs a side)"`` or ``"not checked"``,
+    followed by ``"; same update step as dopamine"`` when the update check agreed."""
+    same = "; same update step as dopamine" if status.update.startswith("the same update") else ""
     if not status.checked:
-        return "not checked"
+        return f"scores not compared{same}" if same else "not checked"
     games = ", ".join(t.split("/")[-1].removesuffix("-v1") for t in status.tasks)
     word = {"equivalent": "equivalent to", "differs": "differs from", "undetermined": "undetermined against"}
     return (f"{word.get(status.verdict, status.verdict)} {status.reference} at {_budget(status.budget)} steps "
-            f"({games}; {status.n_runs} runs a side)")
+            f"({games}; {status.n_runs} runs a side){same}")
 
 
 def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
@@ -115,14 +119,16 @@ def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
         s = statuses.get(name, FidelityStatus(algorithm=name, verdict="not checked"))
         if s.verdict == "equivalent":
             continue
+        step = f"; its training step was checked against Dopamine's: {s.update}" if s.update else ""
         if not s.checked:
-            lines.append(f"{name}: its fidelity to an independent implementation is not checked")
+            lines.append(f"{name}: its scores are not compared with an independent implementation{step}"
+                         if step else f"{name}: its fidelity to an independent implementation is not checked")
         elif s.verdict == "differs":
             lines.append(f"{name}: {status_text(s)} ({s.reference_version}); its scores may not be those of the "
-                         f"published algorithm")
+                         f"published algorithm{step}")
         else:
             lines.append(f"{name}: {status_text(s)} ({s.reference_version}): equivalence not shown within "
-                         f"{s.margin_rule}")
+                         f"{s.margin_rule}{step}")
     return lines
 
 
@@ -137,29 +143,45 @@ def _toml(value) -> str:
 def record_status(fidelity, protocol: str, path: str | Path = STATUS_FILE) -> FidelityStatus:
     """Write ``fidelity`` (a :class:`~rlaudit.fidelity.compare.Fidelity`) as its algorithm's status.
 
-    Other algorithms' entries are kept; the file is rewritten atomically.
+    Other algorithms' entries (and this one's update check) are kept; the file is rewritten atomically.
     """
-    from rlaudit.io import atomic_write_text
-
     detail = "; ".join(
         f"{t.task.split('/')[-1]}: {t.mean_builtin:.2f} vs {t.mean_reference:.2f}, difference {t.difference:+.2f} "
         f"[{t.interval[0]:+.2f}, {t.interval[1]:+.2f}], {t.verdict}" for t in fidelity.tasks)
+    previous = load_status(path).get(fidelity.algorithm)
     status = FidelityStatus(algorithm=fidelity.algorithm, verdict=fidelity.verdict, reference=fidelity.reference,
                             reference_version=fidelity.reference_version, budget=fidelity.budget,
                             tasks=tuple(t.task for t in fidelity.tasks),
                             n_runs=min(min(t.n_builtin, t.n_reference) for t in fidelity.tasks),
-                            margin_rule=fidelity.margin_rule, protocol=protocol, detail=detail)
-    statuses = {**load_status(path), status.algorithm: status}
-    parts = [HEADER]
-    for name in sorted(statuses):
-        s = statuses[name]
-        parts.append(f"\n[{name}]\n" + "".join(
-            f"{key} = {_toml(getattr(s, key))}\n" for key in
-            ("verdict", "reference", "reference_version", "budget", "tasks", "n_runs", "margin_rule", "protocol",
-             "detail")))
-    atomic_write_text(Path(path), "".join(parts))
+                            margin_rule=fidelity.margin_rule, protocol=protocol, detail=detail,
+                            update=previous.update if previous else "")
+    _write({**load_status(path), status.algorithm: status}, Path(path))
     return status
 
 
+def record_update(algorithm: str, text: str, path: str | Path = STATUS_FILE) -> FidelityStatus:
+    """Record the update check's result ``text`` for ``algorithm`` (its seed-level status is kept; ``not
+    checked`` when there is none)."""
+    from dataclasses import replace
+
+    statuses = load_status(path)
+    status = replace(statuses.get(algorithm, FidelityStatus(algorithm=algorithm, verdict="not checked")), update=text)
+    _write({**statuses, algorithm: status}, Path(path))
+    return status
+
+
+def _write(statuses: dict[str, FidelityStatus], path: Path) -> None:
+    from rlaudit.io import atomic_write_text
+
+    parts = [HEADER]
+    for name in sorted(statuses):
+        s = statuses[name]
+        keys = ("verdict", "reference", "reference_version", "budget", "tasks", "n_runs", "margin_rule", "protocol",
+                "detail", "update") if s.checked else ("verdict", "update")
+        parts.append(f"\n[{name}]\n" + "".join(f"{key} = {_toml(getattr(s, key))}\n" for key in keys
+                                                if key != "update" or s.update))
+    atomic_write_text(path, "".join(parts))
+
+
 __all__ = ["STATUS_FILE", "FidelityStatus", "fidelity_status", "fidelity_warnings", "load_status", "record_status",
-           "status_text"]
+           "record_update", "status_text"]

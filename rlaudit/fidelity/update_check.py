@@ -72,6 +72,14 @@ class UpdateCheck:
         return (self.grad_rel < GRAD_TOLERANCE and max(self.params_lr) < PARAMS_TOLERANCE
                 and (self.priorities_rel is None or self.priorities_rel < PRIORITY_TOLERANCE))
 
+    def record_text(self, reference_version: str, protocol: str, date: str) -> str:
+        """What the status file records (:func:`rlaudit.fidelity.status.record_update`)."""
+        verdict = "the same update" if self.agrees else "DIFFERENT updates"
+        prio = "" if self.priorities_rel is None else f", priorities {self.priorities_rel:.1e}"
+        return (f"{verdict} as {reference_version}: gradient {self.grad_rel:.1e} of the largest, parameters "
+                f"{max(self.params_lr):.1e} learning rates after {self.n_steps} Adam steps{prio} ({self.task}, "
+                f"{protocol}, {date})")
+
     def line(self) -> str:
         """One line for the terminal."""
         prio = "" if self.priorities_rel is None else f", priorities {self.priorities_rel:.1e}"
