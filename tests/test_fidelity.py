@@ -107,8 +107,8 @@ def test_update_check_is_recorded_beside_the_seed_level_verdict(tmp_path):
     c51 = load_status(path)["C51"]
     assert c51.verdict == "not checked" and status_text(c51) == "scores not compared; same update step as dopamine"
     assert fidelity_warnings(["C51"], path) == [
-        "C51: its scores are not compared with an independent implementation; its training step was checked against "
-        "Dopamine's: the same update as dopamine-rl 4.1.2: gradient 1e-06 (x)"]
+        "C51: its scores are not compared with an independent implementation; update check: the same update as "
+        "dopamine-rl 4.1.2: gradient 1e-06 (x)"]
     t = compare_task("MinAtar/Breakout-v1", [1.0, 2.0, 3.0], [1.5, 2.5, 3.5], alpha_task=0.025, margin_sd=1.0, seed=0)
     from rlaudit.fidelity.compare import Fidelity
 

@@ -90,10 +90,11 @@ def _budget(steps: int) -> str:
     return f"{steps // 1000}k" if steps % 1000 == 0 and steps < 1_000_000 else f"{steps:,}"
 
 
-def status_text(status: FidelityStatus) -> str:
+def status_text(status: FidelityStatus, with_update: bool = True) -> str:
     """``"equivalent to dopamine at 100k steps (Breakout, SpaceInvaders; 10 runs a side)"`` or ``"not checked"``,
-    followed by ``"; same update step as dopamine"`` when the update check agreed."""
-    same = "; same update step as dopamine" if status.update.startswith("the same update") else ""
+    followed by ``"; same update step as dopamine"`` when the update check agreed (unless ``with_update`` is
+    false)."""
+    same = "; same update step as dopamine" if with_update and status.update.startswith("the same update") else ""
     if not status.checked:
         return f"scores not compared{same}" if same else "not checked"
     games = ", ".join(t.split("/")[-1].removesuffix("-v1") for t in status.tasks)
@@ -119,16 +120,17 @@ def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
         s = statuses.get(name, FidelityStatus(algorithm=name, verdict="not checked"))
         if s.verdict == "equivalent":
             continue
-        step = f"; its training step was checked against Dopamine's: {s.update}" if s.update else ""
+        step = f"; update check: {s.update}" if s.update else ""
+        text = status_text(s, with_update=False)
         if not s.checked:
             lines.append(f"{name}: its scores are not compared with an independent implementation{step}"
                          if step else f"{name}: its fidelity to an independent implementation is not checked")
         elif s.verdict == "differs":
-            lines.append(f"{name}: {status_text(s)} ({s.reference_version}); its scores may not be those of the "
-                         f"published algorithm{step}")
+            lines.append(f"{name}: {text} ({s.reference_version}); its scores may not be those of the published "
+                         f"algorithm{step}")
         else:
-            lines.append(f"{name}: {status_text(s)} ({s.reference_version}): equivalence not shown within "
-                         f"{s.margin_rule}{step}")
+            lines.append(f"{name}: {text} ({s.reference_version}): equivalence not shown within {s.margin_rule}"
+                         f"{step}")
     return lines
 
 
