@@ -135,6 +135,10 @@ def test_piped_run_prints_a_plan_then_a_line_per_run_with_rate_and_eta_and_a_no_
     assert "training " not in again.stderr  # nothing to train: no plan header
 
     protocol.write_text(TINY.replace("seeds = [0, 1]", "seeds = [0, 1, 2]"))  # a seed more: only it trains
+    told = CliRunner().invoke(main, ["validate", str(protocol), "--store", str(store)])
+    assert told.exit_code == 0, told.output
+    assert (f"store: the protocol changed since {store} was written (hash " in told.output
+            and "it plans the store's 2 finished run(s) identically, so 'rlaudit run' keeps them\nvalid" in told.output)
     grown = _run_piped(protocol, store, tmp_path)
     assert grown.returncode == 0, grown.stderr
     assert f"{store}: the protocol changed (hash " in grown.stderr

@@ -123,6 +123,13 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
     store_path = _store_path(store, p)
     Store.open_for_run(store_path, p, check_only=True)
     _print_plan(plan_, plan_.runs, store_path, workers or default_workers())
+    from rlaudit.store.sqlite import takeover
+
+    kept = takeover(store_path, p)
+    if kept is not None:
+        click.echo(f"store: the protocol changed since {store_path} was written (hash {kept.old_hash[:12]}); it plans "
+                   f"the store's {kept.kept} finished run(s) identically, so 'rlaudit run' keeps them"
+                   + (f" and replans {len(kept.replanned)} unfinished run(s)" if kept.replanned else ""))
     click.echo("valid")
 
 

@@ -360,6 +360,24 @@ def _adoption(con: sqlite3.Connection, protocol, old_hash: str) -> Adoption:
     return Adoption(old_hash, kept, tuple(replanned))
 
 
+def takeover(path: str | os.PathLike, protocol) -> Adoption | None:
+    """What ``rlaudit run`` would keep and replan when ``protocol`` takes the store at ``path`` over (read-only);
+    ``None`` when the store is absent, another protocol's (it is refused then), or already ``protocol``'s."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    con = check_store_file(path, readonly=True)
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+        name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
+        if not row or row[0] == protocol.hash or not name or name[0] != protocol.name:
+            return None
+        adoption = _adoption(con, protocol, row[0])
+    finally:
+        con.close()
+    return None if adoption.refusal else adoption
+
+
 def lock_holder(path: Path) -> bool:
     """Whether some process holds the run lock of the store at ``path``."""
     if not path.exists():
