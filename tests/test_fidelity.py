@@ -422,6 +422,21 @@ def test_builtins_take_dopamines_training_step():
         assert r.line().endswith(": the same update")
 
 
+@pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
+def test_training_loops_run_the_same_schedule():
+    """scripts/fidelity_schedule.py: DQN's updates, target syncs (once anything is learned) and epsilon per action
+    are Dopamine's over 3,000 steps (docs/fidelity.md, "The training loop's schedule")."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "fidelity_schedule.py"), "DQN", "3000"],
+                         capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "updates: built-in 500 (first [1004, 1008, 1012]), Dopamine 500 (first [1004, 1008, 1012])" in out.stdout
+    assert out.stdout.strip().endswith("equivalent schedules (the differences above change nothing or less than 1e-5 "
+                                       "in epsilon)")
+
+
 def test_update_check_refuses_what_it_does_not_cover():
     from rlaudit.fidelity.update_check import check_updates
 
