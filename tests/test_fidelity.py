@@ -48,6 +48,16 @@ def test_compare_task_equivalent_differs_and_undetermined():
         compare_task("T", base[:5], base[5:10], alpha_task=0.025, seed=3).interval
 
 
+def test_constant_equal_samples_are_not_shown_equivalent():
+    """Runs that all end in the same score on both sides (MinAtar Breakout's 3 at 100k) have no spread: TOST's p is 0
+    at any n, which shows nothing about the implementations, so the verdict stays undetermined; constant samples
+    that differ are a difference."""
+    same = compare_task("T", [3.0, 3.0], [3.0, 3.0], alpha_task=0.025)
+    assert same.pooled_sd == 0 and same.verdict == "undetermined"
+    assert compare_task("T", [3.0] * 10, [3.0] * 10, alpha_task=0.025, margin=1.0).verdict == "undetermined"
+    assert compare_task("T", [3.0] * 10, [2.0] * 10, alpha_task=0.025).verdict == "differs"
+
+
 def test_compare_task_exact_numbers():
     x, y = [1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0]
     r = compare_task("T", x, y, alpha_task=0.05, margin=3.0)
