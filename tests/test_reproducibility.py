@@ -253,9 +253,12 @@ def test_compare_samples_verdicts():
     assert compare_samples(same, same, margin=10.0).verdict == "equivalent"
     assert compare_samples(same, same, margin=0.1).verdict == "undetermined"
     assert compare_samples(same, [x + 100 for x in same], margin=10.0).verdict == "different"
-    # Constant samples: the difference is exact.
+    # Constant samples: the difference is exact (replays of the same runs) ...
     assert compare_samples([5.0, 5.0], [5.0, 5.0], margin=1.0).verdict == "equivalent"
     assert compare_samples([5.0, 5.0], [6.0, 6.0], margin=10.0).verdict == "different"
+    # ... or, for independent runs, all ended in one score: equal constants show no equivalence
+    assert compare_samples([5.0, 5.0], [5.0, 5.0], margin=1.0, constant_is_exact=False).verdict == "undetermined"
+    assert compare_samples([5.0, 5.0], [6.0, 6.0], margin=10.0, constant_is_exact=False).verdict == "different"
 
 
 @pytest.mark.parametrize(("x", "y", "margin", "level", "message"), [

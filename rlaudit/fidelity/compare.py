@@ -123,15 +123,10 @@ def compare_task(task: str, x, y, *, alpha_task: float, margin_sd: float = 1.0, 
     m = float(margin) if margin is not None else margin_sd * sd
     if not m > 0:  # both samples constant and equal: any positive margin
         m = float(np.finfo(float).eps)
-    c = compare_samples(x, y, m, level=alpha_task, reps=reps, rng=np.random.default_rng(seed))
+    c = compare_samples(x, y, m, level=alpha_task, reps=reps, rng=np.random.default_rng(seed), constant_is_exact=False)
     se, df = _welch(x, y)
     shown = abs(c.difference) + (float(stats.t.ppf(1 - alpha_task, df)) * se if se > 0 else 0.0)
     verdict = {"different": "differs"}.get(c.verdict, c.verdict)
-    if sd == 0 and verdict == "equivalent":
-        # Both samples constant and equal (every run ends in the same score, e.g. policies collapsed to one
-        # outcome): TOST's standard error is 0, so its p-value is 0 at any n. That shows no equivalence of the
-        # implementations, only that both sit at the same point at this budget.
-        verdict = "undetermined"
     return TaskFidelity(task, c.n_x, c.n_y, c.mean_x, float(np.std(x, ddof=1)), c.mean_y, float(np.std(y, ddof=1)),
                         c.difference, c.interval, c.p_different, c.p_equivalent, c.margin, sd, shown, alpha_task,
                         verdict)

@@ -60,7 +60,7 @@ def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def compare_samples(x, y, margin: float, level: float = 0.05, reps: int = 10_000,
-                    rng: np.random.Generator | None = None) -> SampleComparison:
+                    rng: np.random.Generator | None = None, *, constant_is_exact: bool = True) -> SampleComparison:
     """Welch difference test, TOST equivalence test and a bootstrap interval for ``mean(y) - mean(x)``.
 
     Args:
@@ -71,10 +71,11 @@ def compare_samples(x, y, margin: float, level: float = 0.05, reps: int = 10_000
             ``1 - level``.
         reps: bootstrap replicates.
         rng: random generator of the bootstrap (default: ``np.random.default_rng(0)``).
-
-    Returns:
-        The :class:`SampleComparison`. Both samples constant: the difference is exact, so it is
-        *different* when non-zero and *equivalent* when within the margin.
+        constant_is_exact: both samples constant mean the difference is exact (replays of the same runs,
+            where every copy must score the same): *different* when non-zero, *equivalent* when within the
+            margin. ``False`` for independent runs (other seeds, another implementation or backend), where
+            constant samples are runs that all ended in one score (a policy collapsed to one outcome): equal
+            constants are then *undetermined*, since a standard error of 0 would make TOST's p 0 at any n.
 
     Raises:
         ValueError: fewer than 2 scores on a side, a non-positive margin, or a level outside (0, 1).
@@ -93,7 +94,7 @@ def compare_samples(x, y, margin: float, level: float = 0.05, reps: int = 10_000
     se, df = _welch(x, y)
     if se == 0.0:
         p_diff = 0.0 if d != 0 else 1.0
-        p_eq = 0.0 if abs(d) < margin else 1.0
+        p_eq = 0.0 if abs(d) < margin and constant_is_exact else 1.0
     else:
         p_diff = float(2 * stats.t.sf(abs(d) / se, df))
         p_eq = float(max(stats.t.sf((d + margin) / se, df), stats.t.sf((margin - d) / se, df)))
