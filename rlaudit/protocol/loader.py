@@ -163,7 +163,13 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
                                  f"({', '.join(str(x) for x in budgets)})")
 
     _delegate("rlaudit.protocol.rerun", "check_sections", doc, published, where)  # [rerun] / [rerun_of]
-    digest = _digest(_run_defining(doc))
+    canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
+    if isinstance(canonical["algorithms"], list):  # provenance describes the runs, it does not change them
+        canonical["algorithms"] = [{k: v for k, v in a.items() if k not in ("source", "deviations")}
+                                   if isinstance(a, dict) else a for a in canonical["algorithms"]]
+    if "backend" in doc:  # only when given, so that the hashes of protocols without it stay what they were
+        canonical["backend"] = doc["backend"]
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
     provenance = {"source": parse_source(doc.get("source"), f"{where}: source"),
                   "deviations": parse_deviations(doc.get("deviations"), f"{where}: deviations")}
     return Protocol(path=where, text=text, hash=digest, schema_version=version, name=name, title=title,
@@ -173,22 +179,6 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
 
 
 # ------------------------------------------------------------------------------------------- sections
-
-def _run_defining(doc: dict) -> dict:
-    """The content :attr:`Protocol.hash` digests: what defines the runs (tasks, algorithms, seeds, regimes,
-    evaluation, budget unit, data, backend), not their provenance, titles or claims."""
-    canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
-    if isinstance(canonical["algorithms"], list):  # provenance describes the runs, it does not change them
-        canonical["algorithms"] = [{k: v for k, v in a.items() if k not in ("source", "deviations")}
-                                   if isinstance(a, dict) else a for a in canonical["algorithms"]]
-    if "backend" in doc:  # only when given, so that the hashes of protocols without it stay what they were
-        canonical["backend"] = doc["backend"]
-    return canonical
-
-
-def _digest(canonical: dict) -> str:
-    return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
-
 
 def _check_algorithm_names(algorithms, where: str) -> None:
     """Raise on the first algorithm name the registry lacks: a claim naming ``DQN`` next to a misspelt
