@@ -448,12 +448,14 @@ def test_training_loops_run_the_same_schedule():
 
 
 def test_update_check_refuses_what_it_does_not_cover():
-    from rlaudit.fidelity.update_check import check_updates
+    from rlaudit.fidelity.update_check import check_backend_updates, check_updates
 
     with pytest.raises(InputError, match="no algorithm 'NoisyDQN'"):
         check_updates(FIDELITY_PROTOCOL, ["NoisyDQN"])
     with pytest.raises(InputError, match="no algorithm 'PPO'"):
         check_updates(FIDELITY_PROTOCOL, ["PPO"])
+    with pytest.raises(InputError, match="no algorithm 'PPO'"):
+        check_backend_updates(FIDELITY_PROTOCOL, ["DQN", "PPO"])
     r = _cli(["fidelity", "DQN", "--against", "self", "--protocol", str(FIDELITY_PROTOCOL), "--update-check"])
     assert r.exit_code == 2 and r.output.strip() == ("error: --update-check: compares with Dopamine's agents "
                                                       "(--against dopamine), not 'self'")

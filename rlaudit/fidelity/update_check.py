@@ -248,20 +248,11 @@ def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | 
             not installed.
         RuntimeError: the reference interpreter failed (its stderr's tail).
     """
-    from rlaudit.errors import InputError
     from rlaudit.fidelity.references import get_reference, worker_environment
     from rlaudit.protocol import load_protocol
 
     protocol = load_protocol(protocol_path)
-    chosen = []
-    for algorithm in algorithms:
-        entries = [a for a in protocol.algorithms if algorithm in (a.name, a.label)]
-        if not entries:
-            raise InputError(f"{protocol_path}: no algorithm {algorithm!r} "
-                             f"({', '.join(a.label for a in protocol.algorithms)})")
-        if entries[0].name not in CHECKED:
-            raise InputError(f"{algorithm}: the update check covers {', '.join(CHECKED)}")
-        chosen.append(entries[0])
+    chosen = [_entry(protocol, protocol_path, algorithm, CHECKED, "the update check") for algorithm in algorithms]
     reference = get_reference("dopamine")
     reference.version()  # not installed: one line with the fix
     starts = [_start(protocol, entry, task or protocol.tasks[0].id, n_steps, seed) for entry in chosen]
@@ -283,6 +274,19 @@ def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | 
         ours = _builtin_steps(st.agent, st.batches, st.online, st.target, draws=draws)
         results.append(_compare(st.spec, ours, t, n_steps, task or protocol.tasks[0].id))
     return results
+
+
+def _entry(protocol, protocol_path, algorithm: str, covered: tuple[str, ...], check: str):
+    """The protocol's entry named or labelled ``algorithm``, if ``check`` covers its algorithm."""
+    from rlaudit.errors import InputError
+
+    entries = [a for a in protocol.algorithms if algorithm in (a.name, a.label)]
+    if not entries:
+        raise InputError(f"{protocol_path}: no algorithm {algorithm!r} "
+                         f"({', '.join(a.label for a in protocol.algorithms)})")
+    if entries[0].name not in covered:
+        raise InputError(f"{algorithm}: {check} covers {', '.join(covered)}")
+    return entries[0]
 
 
 def _is_iqn(st) -> bool:
@@ -466,17 +470,15 @@ def check_backend_updates(protocol_path: str | Path, algorithms: list[str], task
     from rlaudit.run.backends.jax import missing_dependency
 
     protocol = load_protocol(protocol_path)
+    chosen = [_entry(protocol, protocol_path, algorithm, BACKEND_CHECKED, "the backend check")
+              for algorithm in algorithms]
+    missing = missing_dependency()
+    if missing:
+        raise InputError(f"the backend check needs the JAX backend: {missing}")
+    the_task = task or protocol.tasks[0].id
     results = []
-    for algorithm in algorithms:
-        entries = [a for a in protocol.algorithms if algorithm in (a.name, a.label)]
-        if not entries or entries[0].name not in BACKEND_CHECKED:
-            raise InputError(f"{algorithm}: the backend check covers {', '.join(BACKEND_CHECKED)} entries of "
-                             f"{protocol_path}")
-        missing = missing_dependency()
-        if missing:
-            raise InputError(f"the backend check needs the JAX backend: {missing}")
-        the_task = task or protocol.tasks[0].id
-        st = _start(protocol, entries[0], the_task, n_steps, seed)
+    for entry in chosen:
+        st = _start(protocol, entry, the_task, n_steps, seed)
         jax_grad, jax_after, jax_priorities, draws = _jax_steps(st.spec, st.batches, st.online, st.target)
         ours = _builtin_steps(st.agent, st.batches, st.online, st.target, draws=draws)
         theirs = {**{f"grad/{k}": v for k, v in jax_grad.items()},

@@ -368,14 +368,23 @@ def takeover(path: str | os.PathLike, protocol) -> Adoption | None:
         return None
     con = check_store_file(path, readonly=True)
     try:
-        row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
-        name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
-        if not row or row[0] == protocol.hash or not name or name[0] != protocol.name:
-            return None
-        adoption = _adoption(con, protocol, row[0])
+        adoption = _protocol_change(con, protocol)[2]
     finally:
         con.close()
-    return None if adoption.refusal else adoption
+    return None if adoption is None or adoption.refusal else adoption
+
+
+def _protocol_change(con: sqlite3.Connection, protocol) -> tuple[str | None, str | None, Adoption | None]:
+    """The store's protocol (hash, name) and, when its hash is not ``protocol``'s, whether ``protocol`` may take
+    the store over (refused outright under another name)."""
+    row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
+    name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
+    old_hash, old_name = (row[0] if row else None), (name[0] if name else None)
+    if old_hash is None or old_hash == protocol.hash:
+        return old_hash, old_name, None
+    if old_name != protocol.name:
+        return old_hash, old_name, Adoption(old_hash, 0, (), f"another name ({protocol.name!r})")
+    return old_hash, old_name, _adoption(con, protocol, old_hash)
 
 
 def lock_holder(path: Path) -> bool:
@@ -436,16 +445,12 @@ class Store:
                                  f"(or stop it) before running again")
             try:
                 con = check_store_file(path)
-                row = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()
-                name = con.execute("SELECT value FROM meta WHERE key='protocol_name'").fetchone()
-                if row and row[0] != protocol.hash:
-                    adoption = (_adoption(con, protocol, row[0]) if name and name[0] == protocol.name else
-                                Adoption(row[0], 0, (), f"another name ({protocol.name!r})"))
+                old_hash, old_name, adoption = _protocol_change(con, protocol)
                 con.close()
                 if adoption is not None and adoption.refusal:
                     raise InputError(
-                        f"{path}: this store holds runs of another protocol ({name[0] if name else '?'}, hash "
-                        f"{row[0][:12]}), not of {protocol.path} (hash {protocol.hash[:12]}): {adoption.refusal}; "
+                        f"{path}: this store holds runs of another protocol ({old_name or '?'}, hash "
+                        f"{old_hash[:12]}), not of {protocol.path} (hash {protocol.hash[:12]}): {adoption.refusal}; "
                         f"use another --store, or --new-store to move the old store aside and start again")
             except InputError:
                 if not new_store:
