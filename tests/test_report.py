@@ -213,6 +213,57 @@ def test_verdict_lists_most_important_findings_first(audit_doc):
     assert "decided_once" not in text and "unconfirmed" not in text and "one budget but not" not in text
 
 
+def test_answer_leads_the_verdict(audit_doc, report_dir):
+    """The verdict opens with the between-budget answer: inversions with their crossover budgets, tested changes,
+    then the runs that would decide each undecided pair, each read from the audit document."""
+    r = build_model(audit_doc)
+    assert [x.heading for x in r.answer] == ["Orderings that change between budgets",
+                                             "Runs per task that would decide each undecided pair"]
+    changes, runs = (x.text for x in r.answer)
+    confirmed = {(i["a"], i["b"]) for i in audit_doc["inversions"] if i["kind"] == "confirmed"}
+    assert changes.startswith(f"{len(confirmed)} confirmed inversion(s): ")
+    for c in audit_doc["crossovers"]:
+        assert (f"crossover between {format_budget(c['last_budget_before'])} and "
+                f"{format_budget(c['first_budget_after'])}") in changes
+    changed_only = {(i["a"], i["b"]) for i in audit_doc["inversions"] if i["kind"] == "changed"} - confirmed
+    assert changed_only and f"{len(changed_only)} pair(s) whose gap changes (tested) without reversing" in changes
+    for a, b in changed_only:
+        assert f"{a} vs {b}: {a} \u2212 {b} " in changes
+    undecided = [o for o in audit_doc["orderings"] if o["metric"] == "iqm" and o["decision"] == "inconclusive"]
+    for o in undecided:
+        n = f"> {o['runs_needed']}" if o["runs_needed_capped"] else str(o["runs_needed"])
+        assert f"{n} at {format_budget(o['budget'])}" in runs and f"{o['a']} vs {o['b']}" in runs
+    md = (report_dir / "report.md").read_text()
+    verdict = md[md.index("## 1. Verdict"):md.index("## 2.")]
+    assert verdict.index("Does the conclusion hold at another budget?") < verdict.index("1. **Orderings that change") \
+        < verdict.index("2. **Runs per task") < verdict.index("**Findings**")
+    html_text = (report_dir / "index.html").read_text()
+    assert html_text.index('<ol class="answer">') < html_text.index("<h3>Findings</h3>")
+
+
+def test_answer_of_a_joined_rerun_names_published_orderings_learning_and_settings():
+    """The recorded 250k flagship audit (a rerun joined with Dopamine's Atari 200M, random-policy references,
+    declared settings): the five lines in order, their counts read from the document."""
+    path = Path(__file__).resolve().parents[1] / "reports" / "dqn-family-minatar-250k" / "audit.json"
+    doc = json.loads(path.read_text())
+    r = build_model(doc)
+    assert [x.heading for x in r.answer] == [
+        "Orderings that change between budgets on minatar", "Published orderings at each budget",
+        "Tasks where nothing has learned yet", "Settings vs published",
+        "Runs per task that would decide each undecided pair"]
+    _, published, learned, settings, _ = (x.text for x in r.answer)
+    pa = doc["published_agreement"]
+    assert f": of {len(pa['orderings'])} decided published orderings" in published
+    for s in pa["summary"]:
+        assert (f"at {format_budget(s['budget'], 'env_steps')}: {s['holds']} hold, {s['reversed']} reversed, "
+                f"{s['inconclusive']} undecided") in published
+    assert "a reversal can come from the suite as well as the budget" in published
+    gone = doc["learning"]["nothing_learned"]
+    assert learned.startswith("none:") == (not gone)
+    n_dev = sum(1 for row in r.settings_published if row.key)
+    assert settings.startswith(f"{n_dev} declared deviation(s)") and n_dev > 0
+
+
 # ------------------------------------------------------------------------------------------------ outputs
 def test_all_outputs_written(report_dir, audit_doc):
     for name in ("index.html", "report.md", "tables.tex", "audit.json"):
@@ -530,6 +581,7 @@ def test_real_atari100k_single_budget(shared_data, tmp_path):
     build_report(doc, out, formats="md,tex,json")
     md = (out / "report.md").read_text()
     assert "100k agent steps" in md and "DrQ(ε)" in md
+    assert "Does the conclusion hold at another budget?" not in md  # one budget: no between-budget answer
     _tex_structure((out / "tables.tex").read_text())
     assert r"DrQ(\ensuremath{\varepsilon})" in (out / "tables.tex").read_text()
 

@@ -137,6 +137,15 @@ class Report:
     """Every typed row of the document (what the terminal summary reads too)."""
     settings_published: tuple[SettingRow, ...] = ()
     """The "Settings vs published" table: one row per declared deviation (or per source declaring none)."""
+    answer: tuple = ()
+    """:class:`rlaudit.report.answer.AnswerLine` s the verdict leads with (several budgets only)."""
+
+    @property
+    def verdict_lead(self) -> int:
+        """How many findings come before the answer: the headline, then what qualifies every other line (an
+        incomplete sweep)."""
+        qualifiers = {item.message for item in self.checklist if item.id in QUALIFIERS}
+        return 1 + sum(1 for f in self.findings[1:] if f.kind == "checklist" and f.text in qualifiers)
 
     @property
     def rerun_suite(self) -> str | None:
@@ -370,6 +379,9 @@ def build_model(audit: dict, title: str | None = None, where: str = "audit.json"
     object.__setattr__(report, "findings", tuple(_findings(report) + agreement_findings(report.agreement)))
     object.__setattr__(report, "settings_published", settings_table(source))
     object.__setattr__(report, "setup", tuple(_setup(report)))
+    from rlaudit.report.answer import build_answer
+
+    object.__setattr__(report, "answer", build_answer(report))
     return report
 
 
