@@ -53,6 +53,8 @@ class Source:
     fidelity: tuple[str, ...] = ()
     """One line per rerun algorithm whose fidelity to an independent implementation is not recorded as
     equivalent (:func:`rlaudit.fidelity.status.fidelity_warnings`)."""
+    compute: dict = field(default_factory=dict)
+    """For a store: what training its finished runs took (:func:`rlaudit.store.compute_used`)."""
 
 
 def _suffix(path: Path) -> str:
@@ -118,13 +120,14 @@ def source_from_store(path: str | os.PathLike, eval_protocol: str = "final") -> 
         path: the store.
         eval_protocol: ``final`` or ``max`` (see :func:`rlaudit.store.export_table`).
     """
-    from rlaudit.store import export_table
+    from rlaudit.store import compute_used, export_table
 
     path = Path(path)
     table = export_table(path, eval_protocol)
     protocol = store_protocol(path)
     labels = tuple({"budget": r.budget, "regime": r.name, "regime_kind": r.regime_kind} for r in protocol.regimes)
-    return Source(table=table, path=str(path), budget_labels=labels, **_protocol_fields(protocol))
+    return Source(table=table, path=str(path), budget_labels=labels, compute=compute_used(path),
+                  **_protocol_fields(protocol))
 
 
 def store_protocol(path: str | os.PathLike):

@@ -122,9 +122,9 @@ def test_piped_run_prints_a_plan_then_a_line_per_run_with_rate_and_eta_and_a_no_
     assert [line.split("]")[0] for line in done] == ["[1/2", "[2/2"]
     assert all(header < lines.index(line) for line in done)
     for line in done:
-        assert " steps/s)" in line and "; ETA " in line, line
+        assert " steps/s, " in line and " steps/CPU-s)" in line and "; ETA " in line, line
     assert done[-1].endswith("; ETA 0 s")
-    assert "1,024 env steps at " in lines[-1]
+    assert "1,024 env steps at " in lines[-1] and " CPU-hours, " in lines[-1] and " steps per CPU-second)" in lines[-1]
 
     again = _run_piped(protocol, store, tmp_path)
     assert again.returncode == 0, again.stderr

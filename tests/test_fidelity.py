@@ -322,6 +322,10 @@ def test_fidelity_end_to_end_self(tmp_path):
     assert again.exit_code == 0, again.output
     assert "3 of 3 runs already done" in again.output
     assert json.loads(store.with_name("fidelity-DQN-self.json").read_text()) == doc
+    # the reference worker's runs say what they cost: the CPU seconds of the worker process
+    with sqlite3.connect(ref_store) as con:
+        cpu = [row[0] for row in con.execute("SELECT cpu_time FROM runs WHERE status='done'")]
+    assert cpu and all(c is not None and c > 0 for c in cpu)
     # the reference store records the harness revision that trained it ...
     with sqlite3.connect(ref_store) as con:
         assert con.execute("SELECT value FROM meta WHERE key='reference_revision'").fetchone() == (

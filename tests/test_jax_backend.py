@@ -301,6 +301,17 @@ def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(
     scores = export_table(store).frame
     rainbow = scores[scores.algorithm == "DopamineRainbow"]
     assert len(rainbow) == 4 and np.isfinite(rainbow.score).all()
+    # a seed batch's CPU time is shared equally by its runs
+    from rlaudit.store import compute_used
+
+    used = compute_used(store)
+    assert used["backends"] == {"jax": 4} and used["runs_timed"] == 4 and used["cpu_hours"] > 0
+    import sqlite3
+
+    con = sqlite3.connect(store)
+    per_batch = con.execute("SELECT algorithm, count(DISTINCT cpu_time) FROM runs GROUP BY algorithm").fetchall()
+    con.close()
+    assert dict(per_batch) == {"DQN": 1, "DopamineRainbow": 1}
 
 
 # ------------------------------------------------------------------------------------------ validation

@@ -231,6 +231,10 @@ n_eval_episodes = 2
     assert rows == {"RlauditTest/Crash-v0__PPO__0__nested": "failed", "CartPole-v1__PPO__0__nested": "done"}
     error, = con.execute("SELECT error FROM runs WHERE status='failed'").fetchone()
     assert error.startswith("Traceback") and "simulated environment crash" in error
+    # the finished run says what it cost and where: CPU seconds of its process, the driver's machine fingerprint
+    cpu, wall, machine = con.execute("SELECT cpu_time, wall_time, machine FROM runs WHERE status='done'").fetchone()
+    assert 0 < cpu < 60 and wall > 0 and machine == "machine"
+    assert con.execute("SELECT count(*) FROM meta WHERE key='machine'").fetchone()[0] == 1
 
 
 # ------------------------------------------------------------------------------- kill -9 and Ctrl-C (subprocess)

@@ -379,6 +379,8 @@ def _downgrade_to_v1(path) -> None:
         INSERT INTO ev1 SELECT run_id, env_steps, returns, lengths, wall_time FROM evaluations;
         DROP TABLE evaluations;
         ALTER TABLE ev1 RENAME TO evaluations;
+        ALTER TABLE runs DROP COLUMN cpu_time;
+        ALTER TABLE runs DROP COLUMN machine;
         UPDATE meta SET value='1' WHERE key='schema_version';
     """)
     con.commit()
@@ -401,6 +403,45 @@ def test_version_1_store_is_read_with_a_note_and_migrated_by_run(tmp_path, pl):
     con.close()
     new = export_table(path)
     assert new.frame.equals(before) and UNVERIFIED_NOTE not in new.meta.notes
+
+
+def test_runs_record_their_cpu_time_and_machine_and_a_version_2_store_is_migrated(tmp_path, pl):
+    """Schema 3: ``runs.cpu_time`` and ``runs.machine``; :func:`compute_used` sums what the finished runs took and
+    counts runs from before (NULL) in wall-clock time only."""
+    from rlaudit.store import compute_used
+
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, pl.protocol, machine={"cpu_model": "Test CPU", "machine": "x86_64",
+                                                           "cpu_flags": "avx2", "torch": "2.13.0+cpu"})
+    store.sync_plan(pl)
+    first, second, *rest = pl.runs
+    store.started(first.run_id, "w1")
+    store.finished(RunResult(first.run_id, 200, 10.0, 7.2))
+    store.close()
+    used = compute_used(path)
+    assert used["runs"] == 1 and used["runs_timed"] == 1 and used["cpu_hours"] == pytest.approx(7.2 / 3600)
+    assert used["machines"] == [{"machine": "Test CPU (x86_64, avx2), torch 2.13.0+cpu", "runs": 1}]
+    assert used["backends"] == {"sb3": 1}
+
+    # a version-2 store (no columns): read with the runs counted in wall-clock time, migrated by the next run
+    con = sqlite3.connect(path)
+    con.executescript("ALTER TABLE runs DROP COLUMN cpu_time; ALTER TABLE runs DROP COLUMN machine; "
+                      "UPDATE meta SET value='2' WHERE key='schema_version';")
+    con.commit()
+    con.close()
+    old = compute_used(path)
+    assert old["cpu_hours"] is None and old["runs_timed"] == 0 and old["wall_hours"] == pytest.approx(10 / 3600)
+    assert old["machines"] == [{"machine": "not recorded", "runs": 1}]
+    store = Store.open_for_run(path, pl.protocol)  # no fingerprint given: the run's machine stays NULL
+    store.started(second.run_id, "w1")
+    store.finished(RunResult(second.run_id, 200, 5.0, 4.0))
+    store.close()
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    con.close()
+    both = compute_used(path)
+    assert both["runs"] == 2 and both["runs_timed"] == 1 and both["cpu_hours"] == pytest.approx(4.0 / 3600)
+    assert both["wall_hours"] == pytest.approx(15 / 3600)
 
 
 def test_an_incomplete_sweep_is_a_checklist_warning_in_the_verdict(tmp_path):
@@ -440,6 +481,9 @@ def test_an_incomplete_sweep_is_a_checklist_warning_in_the_verdict(tmp_path):
     store.close()
     found, md = audit("b")
     assert found == [] and "sweep is incomplete" not in md
+    # what the runs took (fill records no CPU time and no machine: as a store from before schema 3 reads)
+    assert ("| Compute | 0.005 run-hours of wall-clock time over 12 runs (CPU time not recorded: runs from before "
+            "store schema 3); backend: sb3 (12 runs); machine: not recorded (12 runs) |") in md
 
 
 def test_run_counts_in_score_metadata_are_checked():

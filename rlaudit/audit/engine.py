@@ -652,4 +652,7 @@ def source_doc(source, table: ScoreTable) -> dict:
     fidelity = list(getattr(source, "fidelity", ()) or ())
     if fidelity:
         doc["fidelity"] = fidelity
+    compute = dict(getattr(source, "compute", {}) or {})
+    if compute:
+        doc["compute"] = compute
     return doc

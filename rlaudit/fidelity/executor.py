@@ -98,7 +98,9 @@ class ReferenceExecutor:
                     proc.wait()
                     t.join(timeout=5)
                     if ev["event"] == "finished":
-                        sink.finished(RunResult(run_id, int(ev["env_steps"]), float(ev["wall_time"])))
+                        cpu = ev.get("cpu_time")
+                        sink.finished(RunResult(run_id, int(ev["env_steps"]), float(ev["wall_time"]),
+                                                None if cpu is None else float(cpu)))
                     else:
                         sink.failed(run_id, ev["error"] + "\n" + _tail(err))
                     err.close()

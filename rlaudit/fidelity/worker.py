@@ -6,7 +6,7 @@ points, episode seeds, ε and step cap as a built-in run) with the agent built b
 JSON event per line to its stdout:
 
 ``{"event": "record", "env_steps": n, "returns": [...], "lengths": [...], "wall_time": s}``,
-``{"event": "progress", "env_steps": n}``, ``{"event": "finished", "env_steps": n, "wall_time": s}``,
+``{"event": "progress", "env_steps": n}``, ``{"event": "finished", "env_steps": n, "wall_time": s, "cpu_time": s}``,
 ``{"event": "failed", "error": "traceback"}``.
 
 Anything else the libraries print on stdout goes to stderr (the real stdout is kept for the events only).
@@ -67,7 +67,7 @@ def main() -> int:
             progress=lambda steps: send(event="progress", env_steps=steps),
             build_agent=build,
         )
-        send(event="finished", env_steps=result.env_steps, wall_time=result.wall_time)
+        send(event="finished", env_steps=result.env_steps, wall_time=result.wall_time, cpu_time=result.cpu_time)
         return 0
     except BaseException:  # noqa: BLE001 - the run's failure is reported to the parent, whatever it is
         send(event="failed", error=traceback.format_exc())

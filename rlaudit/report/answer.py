@@ -123,8 +123,8 @@ def _published(r) -> AnswerLine | None:
     elif a.suite_differs is None:
         suite = " The published suite is not recorded, so a reversal may also come from the suite."
     return AnswerLine("Published orderings at each budget",
-                      f"{a.published}: of {len(a.rows)} decided published orderings, {counts}" + (f" ({named})" if named else "")
-                      + "." + suite)
+                      f"{a.published}: of {len(a.rows)} decided published orderings, {counts}"
+                      + (f" ({named})" if named else "") + "." + suite)
 
 
 def _learned(r) -> AnswerLine | None:

@@ -485,6 +485,24 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def compute_text(c: dict) -> str:
+    """The setup's "Compute" row: what training a store's finished runs took, on which backend and where."""
+    runs = int(c.get("runs", 0))
+    timed = int(c.get("runs_timed", 0))
+    cpu, wall = c.get("cpu_hours"), float(c.get("wall_hours", 0.0))
+    if cpu is not None and timed == runs:
+        head = f"{cpu:.3g} CPU-hours over {runs} runs (wall-clock {wall:.3g} run-hours)"
+    elif cpu is not None:
+        head = (f"{cpu:.3g} CPU-hours over the {timed} of {runs} runs that record their CPU time; the others were "
+                f"recorded before it was stored (wall-clock of all {runs}: {wall:.3g} run-hours)")
+    else:
+        head = (f"{wall:.3g} run-hours of wall-clock time over {runs} runs (CPU time not recorded: runs from "
+                f"before store schema 3)")
+    backends = ", ".join(f"{b} ({n} runs)" for b, n in (c.get("backends") or {}).items())
+    machines = "; ".join(f"{m['machine']} ({m['runs']} runs)" for m in c.get("machines") or [])
+    return f"{head}; backend: {backends}; machine: {machines}"
+
+
 def _setup(r: Report) -> list[tuple[str, str]]:
     a, data, s = r.audit, r.audit["data"], r.audit["settings"]
     src = a.get("source") or {}
@@ -516,6 +534,8 @@ def _setup(r: Report) -> list[tuple[str, str]]:
             if ns:
                 parts.append(f"{alg}: {min(ns)}" if min(ns) == max(ns) else f"{alg}: {min(ns)}–{max(ns)}")
         rows.append(("Runs per task", "; ".join(parts)))
+    if src.get("compute"):
+        rows.append(("Compute", compute_text(src["compute"])))
     rows.append(("Budgets", ", ".join(r.budget(budget) for budget in r.budgets) + f" {r.unit}"
                  + f" ({', '.join(f'{budget:,}' for budget in r.budgets)})"))
     labels = data.get("budget_labels") or []

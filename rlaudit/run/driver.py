@@ -173,6 +173,10 @@ class Summary:
     """Seconds."""
     env_steps: int = 0
     """Env steps trained by this driver (finished runs)."""
+    cpu_time: float = 0.0
+    """CPU seconds of the finished runs that measured theirs (:attr:`RunResult.cpu_time`)."""
+    cpu_steps: int = 0
+    """Env steps of those runs."""
 
 
 class Driver:
@@ -289,11 +293,16 @@ class Driver:
         self._end(result.run_id)
         self.summary.done += 1
         self.summary.env_steps += result.env_steps
+        if result.cpu_time:
+            self.summary.cpu_time += result.cpu_time
+            self.summary.cpu_steps += result.env_steps
         if result.wall_time > 0 and result.env_steps >= MIN_STEPS_MEASURED:
             self.measured.setdefault(rate_key(spec), []).append(
                 result.env_steps / result.wall_time)
         if self._progress is None:
             rate = f", {result.env_steps / result.wall_time:,.0f} steps/s" if result.wall_time > 0 else ""
+            if result.cpu_time:
+                rate += f", {result.env_steps / result.cpu_time:,.0f} steps/CPU-s"
             self._last_line = time.perf_counter()
             self.console.print(f"[{self._n_ended()}/{len(self.specs)}] done   {self._describe(spec)} "
                                f"({result.wall_time:.1f} s{rate}){self._eta()}", highlight=False, markup=False,
@@ -414,6 +423,9 @@ def print_summary(summary: Summary, console: Console, store_path) -> None:
         parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
     if summary.env_steps and summary.wall_time > 0:
         trained = f"{summary.env_steps:,} env steps at {summary.env_steps / summary.wall_time:,.0f} steps/s"
+        if summary.cpu_time > 0:
+            trained += (f" ({summary.cpu_time / 3600:.3g} CPU-hours, {summary.cpu_steps / summary.cpu_time:,.0f} steps "
+                        f"per CPU-second)")
     else:  # a resume with nothing left: no "0 env steps at 0 steps/s"
         trained = "nothing trained"
     console.print(f"{', '.join(parts)} of {summary.total} runs in {format_duration(summary.wall_time)}; "

@@ -76,7 +76,7 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
 
 def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
                  progress: Callable[[int], None] | None, build_agent=None) -> RunResult:
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     env = make_env(spec.task, spec.seed)
     eval_envs: list = []
     try:
@@ -122,7 +122,7 @@ def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
         agent.train(total, on_step)
         steps = max(state["steps"], total)
         evaluate_at(steps)
-        return RunResult(spec.run_id, steps, time.perf_counter() - t0)
+        return RunResult(spec.run_id, steps, time.perf_counter() - t0, time.process_time() - cpu0)
     finally:
         env.close()
         for e in eval_envs:

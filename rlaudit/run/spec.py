@@ -178,3 +178,7 @@ class RunResult:
     """Training env steps consumed in total."""
     wall_time: float
     """Seconds from start to finish of the run."""
+    cpu_time: float | None = None
+    """CPU seconds of the process that trained it, all its threads (:func:`time.process_time`), from the start
+    to the end of the run (environments, training, evaluations); for runs trained together in one process (a JAX
+    seed batch), the batch's CPU time divided equally among them. ``None``: not measured."""

@@ -267,3 +267,47 @@ def stored_machines(path: str | os.PathLike) -> tuple[dict[str, str] | None, lis
             raise InputError(f"{path}: meta.{key} is not a machine fingerprint (a JSON object); the store is damaged")
         found[key] = {str(k): str(v) for k, v in fingerprint.items()}
     return found.pop("machine", None), list(found.values())
+
+
+def compute_used(path: str | os.PathLike) -> dict:
+    """What training the store's finished runs took, for a report to state.
+
+    Returns:
+        ``{"runs": n, "wall_hours": h, "cpu_hours": h or None, "runs_timed": k, "backends": {backend: runs},
+        "machines": [{"machine": text, "runs": n}]}``: ``cpu_hours`` sums ``runs.cpu_time`` over the ``runs_timed``
+        runs that have one (schema 3; older runs count in ``wall_hours`` only); a machine is the recording driver's
+        fingerprint in short (CPU model, architecture, torch), ``"not recorded"`` for runs from before schema 3.
+    """
+    con = open_readonly(path)
+    try:
+        have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+        extra = ", cpu_time, machine" if {"cpu_time", "machine"} <= have else ", NULL, NULL"
+        rows = con.execute(f"SELECT spec, wall_time{extra} FROM runs WHERE status='done'").fetchall()
+        meta = dict(con.execute("SELECT key, value FROM meta WHERE key = 'machine' OR key LIKE 'machine_also_%'"))
+    finally:
+        con.close()
+    backends: dict[str, int] = {}
+    machines: dict[str, int] = {}
+    cpu = [float(r[2]) for r in rows if r[2] is not None]
+    for spec, _, _, key in rows:
+        try:
+            backend = json.loads(spec).get("algorithm", {}).get("backend") or "sb3"
+        except (ValueError, AttributeError):
+            backend = "unknown"
+        backends[backend] = backends.get(backend, 0) + 1
+        where = _machine_text(meta.get(key)) if key else "not recorded"
+        machines[where] = machines.get(where, 0) + 1
+    return {"runs": len(rows), "wall_hours": sum(float(r[1] or 0.0) for r in rows) / 3600,
+            "cpu_hours": sum(cpu) / 3600 if cpu else None, "runs_timed": len(cpu), "backends": backends,
+            "machines": [{"machine": m, "runs": n} for m, n in machines.items()]}
+
+
+def _machine_text(fingerprint: str | None) -> str:
+    try:
+        f = json.loads(fingerprint or "")
+    except ValueError:
+        f = None
+    if not isinstance(f, dict):
+        return "not recorded"
+    return (f"{f.get('cpu_model', '?')} ({f.get('machine', '?')}, {f.get('cpu_flags', '?')}), "
+            f"torch {f.get('torch', '?')}")

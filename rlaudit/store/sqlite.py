@@ -7,6 +7,11 @@ Schema version history (bump :data:`SCHEMA_VERSION` and add a line for every cha
   (a bit flip inside a stored evaluation is an error, not a silently different score). Version-1 stores are
   read as they are, with a note that their records are unverified; ``rlaudit run`` on a version-1 store
   migrates it in one transaction (adds the column, checksums the records already there).
+- 3 (2026-12-02): ``runs.cpu_time``, the CPU seconds of the process that trained the run (all its threads,
+  environments and evaluations included; a JAX seed batch's divided equally among its runs), and
+  ``runs.machine``, the ``meta`` key (``machine`` or ``machine_also_<hash>``) of the fingerprint of the driver
+  that recorded the run. Both are NULL for runs recorded before (``rlaudit run`` migrates a version-2 store by
+  adding the columns) and where not measured.
 
 ``meta`` holds, besides the schema version and protocol: the library versions, and (from 2026-12-01, no
 schema change) ``machine``, the fingerprint of what decides bit-equality of a rerun
@@ -55,7 +60,7 @@ from pathlib import Path
 
 from rlaudit.errors import InputError, WriteFailed
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the store schema written by this rlaudit (history in the module docstring)."""
 
 APPLICATION_ID = 0x726C6175
@@ -106,7 +111,9 @@ CREATE TABLE runs (
     finished    TEXT,
     wall_time   REAL,               -- seconds, start to finish
     env_steps   INTEGER,            -- env steps trained
-    error       TEXT                -- traceback of the last failure
+    error       TEXT,               -- traceback of the last failure
+    cpu_time    REAL,               -- CPU seconds of the process that trained it (NULL: not measured)
+    machine     TEXT                -- meta key of the recording driver's machine fingerprint
 );
 CREATE TABLE evaluations (
     run_id    TEXT NOT NULL REFERENCES runs(run_id),
@@ -408,6 +415,8 @@ class Store:
         self.con = con
         self._lock_fh = lock_fh
         self.adopted: Adoption | None = None
+        self.machine_key: str | None = None
+        """The ``meta`` key of this driver's machine fingerprint (``None``: not recorded)."""
         """Set when this opening made the store another protocol's (:meth:`open_for_run`)."""
 
     # ------------------------------------------------------------------------------------------ opening
@@ -503,11 +512,13 @@ class Store:
         with self.transaction() as con:
             row = con.execute("SELECT value FROM meta WHERE key='machine'").fetchone()
             if row is not None and row[0] == text:
+                self.machine_key = "machine"
                 return
             # A store with runs but no fingerprint was written by an older rlaudit on an unknown machine.
             fresh = row is None and con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
             key = "machine" if fresh else f"machine_also_{hashlib.sha256(text.encode()).hexdigest()[:12]}"
             con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
+        self.machine_key = key
 
     def _migrate(self) -> None:
         """Bring an older store to :data:`SCHEMA_VERSION` in one transaction (see the history above)."""
@@ -518,6 +529,11 @@ class Store:
                 rows = con.execute("SELECT run_id, env_steps, returns, lengths, wall_time FROM evaluations").fetchall()
                 con.executemany("UPDATE evaluations SET checksum=? WHERE run_id=? AND env_steps=?",
                                 [(record_checksum(*r), r[0], r[1]) for r in rows])
+            if version < 3:
+                have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+                for column, kind in (("cpu_time", "REAL"), ("machine", "TEXT")):
+                    if column not in have:
+                        con.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
             if version < SCHEMA_VERSION:
                 con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
                 con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -591,8 +607,10 @@ class Store:
     def finished(self, result) -> None:
         """Mark a run done."""
         with self.transaction() as con:
-            con.execute("UPDATE runs SET status='done', finished=?, wall_time=?, env_steps=? WHERE run_id=?",
-                        (_now(), float(result.wall_time), int(result.env_steps), result.run_id))
+            cpu = getattr(result, "cpu_time", None)
+            con.execute("UPDATE runs SET status='done', finished=?, wall_time=?, env_steps=?, cpu_time=?, machine=? "
+                        "WHERE run_id=?", (_now(), float(result.wall_time), int(result.env_steps),
+                                           None if cpu is None else float(cpu), self.machine_key, result.run_id))
 
     def failed(self, run_id: str, error: str) -> None:
         """Mark a run failed with its traceback (its partial evaluations stay, for diagnosis only)."""

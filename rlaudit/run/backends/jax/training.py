@@ -157,7 +157,7 @@ def train_batch(specs: Sequence[RunSpec], cfg: AgentConfig, emit: Callable[[Eval
     """
     from rlaudit.run.runner import evaluate, make_eval_envs
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     prog = program(cfg)
     first = specs[0]
     total = first.total_steps
@@ -198,5 +198,5 @@ def train_batch(specs: Sequence[RunSpec], cfg: AgentConfig, emit: Callable[[Eval
         for envs in eval_envs:
             for e in envs:
                 e.close()
-    wall = time.perf_counter() - t0
-    return [o if o is not None else RunResult(s.run_id, total, wall) for s, o in zip(specs, outcomes)]
+    wall, cpu = time.perf_counter() - t0, (time.process_time() - cpu0) / len(specs)
+    return [o if o is not None else RunResult(s.run_id, total, wall, cpu) for s, o in zip(specs, outcomes)]
