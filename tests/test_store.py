@@ -90,6 +90,30 @@ def test_second_writer_is_refused(tmp_path, pl):
     Store.open_for_run(tmp_path / "s.sqlite", pl.protocol).close()  # lock released on close
 
 
+def test_validate_reads_a_store_being_written_and_says_how_far_it_is(tmp_path, pl):
+    """`rlaudit validate` of a live sweep: checked read-only, not refused; it counts the finished runs. A store of
+    another protocol is still refused while it is written."""
+    path = tmp_path / "s.sqlite"
+    writer = Store.open_for_run(path, pl.protocol)
+    try:
+        writer.sync_plan(pl)
+        fill(writer, pl.runs[0], {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0})
+        args = ["validate", str(pl.protocol.path), "--store", str(path), "--workers", "1"]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        line = next(x for x in result.output.splitlines() if x.startswith("store: 1 of"))
+        assert line.startswith(f"store: 1 of {len(pl.runs)} planned runs finished; the other {len(pl.runs) - 1} take "
+                               "about ") and line.endswith("another 'rlaudit run' is writing it now (checked read-only)")
+        other = tmp_path / "other.toml"
+        other.write_text(TEXT.replace("eval_every = 50", "eval_every = 25"))  # the finished run planned otherwise
+        refused = CliRunner().invoke(main, ["validate", str(other), "--store", str(path)])
+        assert refused.exit_code == 2 and "holds runs of another protocol (st, hash" in refused.output
+        assert f"its finished run {pl.runs[0].run_id} is planned otherwise by this file" in refused.output
+        assert refused.output.count("\n") == 1
+    finally:
+        writer.close()
+
+
 def test_resume_discards_partial_runs(tmp_path, pl):
     store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
     store.sync_plan(pl)

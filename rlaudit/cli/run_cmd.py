@@ -65,6 +65,20 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     _warn_if_large(specs, workers, seconds)
 
 
+def _print_progress(plan_, store_path: Path, workers: int, busy: bool) -> None:
+    """How far an existing store is through the plan, and what finishing it costs."""
+    from rlaudit.run.driver import estimate_seconds, format_duration
+    from rlaudit.store import done_run_ids
+
+    done = done_run_ids(store_path)
+    left = [s for s in plan_.runs if s.run_id not in done]
+    n_done = len(plan_.runs) - len(left)
+    writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
+    rest = (f"; the other {len(left)} take about {format_duration(estimate_seconds(left, workers)[0])} with "
+            f"{workers} worker{'s' if workers > 1 else ''}" if left and n_done else "")
+    click.echo(f"store: {n_done} of {len(plan_.runs)} planned runs finished{rest}{writer}")
+
+
 def _other_backends(protocol, specs, used: list[str], workers: int, echo) -> None:
     """The plan's cost on every other backend that can run all of it, or why one cannot (one line each)."""
     import dataclasses
@@ -121,9 +135,12 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
         return
     p, plan_ = _load(protocol, *rerun)
     store_path = _store_path(store, p)
-    Store.open_for_run(store_path, p, check_only=True)
+    Store.open_for_run(store_path, p, check_only=True, busy_ok=True)
+    from rlaudit.store.sqlite import lock_holder, takeover
+
     _print_plan(plan_, plan_.runs, store_path, workers or default_workers())
-    from rlaudit.store.sqlite import takeover
+    if store_path.exists():
+        _print_progress(plan_, store_path, workers or default_workers(), lock_holder(store_path))
 
     kept = takeover(store_path, p)
     if kept is not None:

@@ -394,6 +394,20 @@ def _protocol_change(con: sqlite3.Connection, protocol) -> tuple[str | None, str
     return old_hash, old_name, _adoption(con, protocol, old_hash)
 
 
+def _check_protocol(path: Path, con: sqlite3.Connection, protocol) -> Adoption | None:
+    """Close ``con`` after reading whether ``protocol`` may write the store (``None``: it is its own); a store of
+    another protocol that it may not take over is refused, naming the first run that stands in the way."""
+    try:
+        old_hash, old_name, adoption = _protocol_change(con, protocol)
+    finally:
+        con.close()
+    if adoption is not None and adoption.refusal:
+        raise InputError(f"{path}: this store holds runs of another protocol ({old_name or '?'}, hash "
+                         f"{old_hash[:12]}), not of {protocol.path} (hash {protocol.hash[:12]}): {adoption.refusal}; "
+                         f"use another --store, or --new-store to move the old store aside and start again")
+    return adoption
+
+
 def lock_holder(path: Path) -> bool:
     """Whether some process holds the run lock of the store at ``path``."""
     if not path.exists():
@@ -422,7 +436,7 @@ class Store:
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
     def open_for_run(cls, path: str | os.PathLike, protocol, new_store: bool = False, check_only: bool = False,
-                     machine: dict[str, str] | None = None) -> Store | None:
+                     machine: dict[str, str] | None = None, busy_ok: bool = False) -> Store | None:
         """Open (or create) the store of ``protocol`` at ``path`` for a driver.
 
         A store of another protocol becomes ``protocol``'s when ``protocol`` plans every finished run of it
@@ -436,6 +450,8 @@ class Store:
                 ``<path>.<UTC time>.bak`` and start a new one.
             check_only: run every check (writable, lock, corruption, protocol hash) and return ``None``
                 without creating or changing anything.
+            busy_ok: with ``check_only``, a store another driver is writing is checked read-only instead of
+                refused (``rlaudit validate`` of a live sweep).
             machine: the driver's machine fingerprint (:func:`rlaudit.run.machine.machine_fingerprint`),
                 recorded as ``meta.machine`` in a new store; a store resumed on a machine with another
                 fingerprint (or one created before fingerprints were recorded) gets it as
@@ -450,17 +466,13 @@ class Store:
         adoption: Adoption | None = None
         if path.exists():
             if lock_holder(path):
+                if check_only and busy_ok:
+                    _check_protocol(path, check_store_file(path, readonly=True), protocol)
+                    return None
                 raise InputError(f"{path}: another 'rlaudit run' is writing this store; wait for it to finish "
                                  f"(or stop it) before running again")
             try:
-                con = check_store_file(path)
-                old_hash, old_name, adoption = _protocol_change(con, protocol)
-                con.close()
-                if adoption is not None and adoption.refusal:
-                    raise InputError(
-                        f"{path}: this store holds runs of another protocol ({old_name or '?'}, hash "
-                        f"{old_hash[:12]}), not of {protocol.path} (hash {protocol.hash[:12]}): {adoption.refusal}; "
-                        f"use another --store, or --new-store to move the old store aside and start again")
+                adoption = _check_protocol(path, check_store_file(path), protocol)
             except InputError:
                 if not new_store:
                     raise
