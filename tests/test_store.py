@@ -297,6 +297,7 @@ def test_status_counts_and_failures(tmp_path, pl):
     result = CliRunner().invoke(main, ["status", str(path)])
     assert result.exit_code == 0
     assert "ValueError: boom" in result.output
+    assert "compute of the finished runs: " in result.output and "backend: sb3 (" in result.output
     con = sqlite3.connect(path)
     err, = con.execute("SELECT error FROM runs WHERE run_id=?", (pl.runs[1].run_id,)).fetchone()
     assert err.startswith("Traceback")
@@ -455,7 +456,8 @@ def test_runs_record_their_cpu_time_and_machine_and_a_version_2_store_is_migrate
     con.close()
     old = compute_used(path)
     assert old["cpu_hours"] is None and old["runs_timed"] == 0 and old["wall_hours"] == pytest.approx(10 / 3600)
-    assert old["machines"] == [{"machine": "not recorded", "runs": 1}]
+    assert old["machines"] == [{"machine": "not recorded per run (this store's drivers ran on Test CPU (x86_64, avx2), "
+                                           "torch 2.13.0+cpu)", "runs": 1}]
     store = Store.open_for_run(path, pl.protocol)  # no fingerprint given: the run's machine stays NULL
     store.started(second.run_id, "w1")
     store.finished(RunResult(second.run_id, 200, 5.0, 4.0))

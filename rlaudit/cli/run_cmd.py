@@ -250,6 +250,12 @@ def status(store: str) -> None:
         table.add_row("all", "", "", *(str(int(v)) for v in totals), end_section=True)
     console = Console(width=140)
     console.print(table)
+    from rlaudit.report.model import compute_text
+    from rlaudit.store import compute_used
+
+    used = compute_used(store)
+    if used["runs"]:
+        console.print(f"compute of the finished runs: {compute_text(used)}", highlight=False, soft_wrap=True)
     for run_id, last in failures(store):
         console.print(f"{'timed out' if is_timed_out(last) else 'failed'}: {run_id}: {last}", highlight=False)
 

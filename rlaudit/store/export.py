@@ -276,7 +276,8 @@ def compute_used(path: str | os.PathLike) -> dict:
         ``{"runs": n, "wall_hours": h, "cpu_hours": h or None, "runs_timed": k, "backends": {backend: runs},
         "machines": [{"machine": text, "runs": n}]}``: ``cpu_hours`` sums ``runs.cpu_time`` over the ``runs_timed``
         runs that have one (schema 3; older runs count in ``wall_hours`` only); a machine is the recording driver's
-        fingerprint in short (CPU model, architecture, torch), ``"not recorded"`` for runs from before schema 3.
+        fingerprint in short (CPU model, architecture, torch); runs from before schema 3 do not say theirs (the
+        fingerprints the store records are named then).
     """
     con = open_readonly(path)
     try:
@@ -288,6 +289,9 @@ def compute_used(path: str | os.PathLike) -> dict:
         con.close()
     backends: dict[str, int] = {}
     machines: dict[str, int] = {}
+    drivers = list(dict.fromkeys(_machine_text(v) for v in meta.values()))
+    unknown = (f"not recorded per run (this store's drivers ran on {' or '.join(drivers)})" if drivers
+               else "not recorded")
     cpu = [float(r[2]) for r in rows if r[2] is not None]
     for spec, _, _, key in rows:
         try:
@@ -295,7 +299,7 @@ def compute_used(path: str | os.PathLike) -> dict:
         except (ValueError, AttributeError):
             backend = "unknown"
         backends[backend] = backends.get(backend, 0) + 1
-        where = _machine_text(meta.get(key)) if key else "not recorded"
+        where = _machine_text(meta.get(key)) if key else unknown
         machines[where] = machines.get(where, 0) + 1
     return {"runs": len(rows), "wall_hours": sum(float(r[1] or 0.0) for r in rows) / 3600,
             "cpu_hours": sum(cpu) / 3600 if cpu else None, "runs_timed": len(cpu), "backends": backends,
