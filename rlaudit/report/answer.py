@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from rlaudit.audit.rows import decision_text
-from rlaudit.report.model import metric_name
+from rlaudit.report.parts import metric_name
 
 SHOWN = 6
 """Pairs named in the runs-to-decide line; the rest are counted (the full table is in section 8)."""

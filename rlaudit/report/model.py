@@ -20,8 +20,9 @@ from rlaudit.audit.rows import (  # the typed audit.json rows (one from_dict eac
     AuditRows, ChecklistItem, Claim, Crossover, Inversion, Ordering, RankDistribution, Sensitivity, check_header,
     decision_text)
 from rlaudit.errors import InputError
-from rlaudit.report.parts import Finding, format_interval, format_number, format_p  # noqa: F401 (re-exported)
-from rlaudit.stats.metrics import HIGHER_IS_BETTER, METRIC_LABELS
+from rlaudit.report.parts import (Finding, format_interval, format_number, format_p,  # noqa: F401 (re-exported)
+                                  metric_name)
+from rlaudit.stats.metrics import HIGHER_IS_BETTER
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
@@ -44,12 +45,8 @@ QUALIFIERS = frozenset({"incomplete-sweep"})
 
 LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not higher)
 
-# --------------------------------------------------------------------------------------------- formatting
-# Budgets are formatted once, next to the audit.json document (format_budget, unit_name, imported above,
-# are what the terminal summary uses too).
-def metric_name(metric: str) -> str:
-    """``"iqm" -> "IQM"``."""
-    return METRIC_LABELS.get(metric, metric)
+# Budgets and metric names are formatted once (format_budget and unit_name next to the audit.json document,
+# metric_name in parts; imported above, they are what the terminal summary uses too).
 
 
 # --------------------------------------------------------------------------------------------- objects

@@ -1,10 +1,18 @@
 """Leaf pieces of the report model, shared by :mod:`rlaudit.report.model` and the sections built beside it
-(:mod:`rlaudit.report.agreement`): number formatting and the verdict line."""
+(:mod:`rlaudit.report.agreement`, :mod:`rlaudit.report.answer`): number formatting, metric names and the
+verdict line."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from rlaudit.stats.metrics import METRIC_LABELS
+
+
+def metric_name(metric: str) -> str:
+    """``"iqm" -> "IQM"``."""
+    return METRIC_LABELS.get(metric, metric)
 
 
 def format_number(x: float | None) -> str:
