@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from rlaudit.audit.rows import decision_text
-from rlaudit.report.parts import metric_name
+from rlaudit.report.parts import join_words, metric_name
 
 SHOWN = 6
 """Pairs named in the runs-to-decide line; the rest are counted (the full table is in section 8)."""
@@ -33,11 +33,6 @@ def build_answer(r) -> tuple[AnswerLine, ...]:
         return ()
     lines = [_between_budgets(r), _published(r), _learned(r), _settings(r), _runs_to_decide(r)]
     return tuple(line for line in lines if line is not None)
-
-
-def _join(items) -> str:
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
 
 def _between_budgets(r) -> AnswerLine:
@@ -115,7 +110,7 @@ def _published(r) -> AnswerLine | None:
                 reversed_at[row["pair"]].append(budget)
     counts = "; ".join(f"at {s['budget']}: {s['holds']} hold, {s['reversed']} reversed, {s['inconclusive']} "
                        f"undecided" + (f", {s['not_rerun']} not rerun" if s["not_rerun"] else "") for s in a.summary)
-    named = "; ".join(f"{pair} reversed at {_join(bs)}" for pair, bs in reversed_at.items())
+    named = "; ".join(f"{pair} reversed at {join_words(bs)}" for pair, bs in reversed_at.items())
     suite = ""
     if a.suite_differs:
         suite = (f" The published runs are on {a.published_suite} and the rerun on {a.suite}: a reversal can come "
@@ -138,7 +133,7 @@ def _learned(r) -> AnswerLine | None:
     if not by_budget:
         return AnswerLine(heading, "none: at every budget every task has an algorithm whose interval lies above the "
                                    "random policy's score.")
-    parts = [f"at {r.budget(b)} on {_join(ts)}" for b, ts in sorted(by_budget.items())]
+    parts = [f"at {r.budget(b)} on {join_words(ts)}" for b, ts in sorted(by_budget.items())]
     return AnswerLine(heading, "; ".join(parts) + " (no algorithm's interval above the random policy's score; "
                                                   "orderings there compare play at random level).")
 
@@ -149,11 +144,11 @@ def _settings(r) -> AnswerLine | None:
         return None
     deviations = [row for row in rows if row.key]
     if not deviations:
-        return AnswerLine("Settings vs published", f"every setting as published ({_join(r.settings_sources)}).")
+        return AnswerLine("Settings vs published", f"every setting as published ({join_words(r.settings_sources)}).")
     per_key: dict = defaultdict(list)
     for row in deviations:
         per_key[row.key].append(row.algorithm)
-    keys = _join(f"{key} ({', '.join(dict.fromkeys(algos))})" for key, algos in per_key.items())
+    keys = join_words(f"{key} ({', '.join(dict.fromkeys(algos))})" for key, algos in per_key.items())
     return AnswerLine("Settings vs published", f"{len(deviations)} declared deviation(s) from "
                                                f"{len(r.settings_sources)} published source(s): {keys} (table in "
                                                "section 2).")

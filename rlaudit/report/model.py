@@ -21,7 +21,7 @@ from rlaudit.audit.rows import (  # the typed audit.json rows (one from_dict eac
     decision_text)
 from rlaudit.errors import InputError
 from rlaudit.report.parts import (Finding, format_interval, format_number, format_p,  # noqa: F401 (re-exported)
-                                  metric_name)
+                                  join_words, metric_name)
 from rlaudit.stats.metrics import HIGHER_IS_BETTER
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -399,7 +399,7 @@ def _findings(r: Report) -> list[Finding]:
             if o is not None:
                 dec = o.decision if o.a == a else {"a>b": "b>a", "b>a": "a>b"}.get(o.decision, o.decision)
             by_decision.setdefault(dec, []).append(r.budget(budget))
-        parts = [f"{decision_text(d, a, b)} at {_join(bs)} {r.unit}" for d, bs in by_decision.items()]
+        parts = [f"{decision_text(d, a, b)} at {join_words(bs)} {r.unit}" for d, bs in by_decision.items()]
         on = f" between budgets on {r.rerun_suite}" if r.rerun_suite else ""
         out.append(Finding("inversion", f"Ranking inversion{on} ({metric_name(metric)}): " + "; ".join(parts) + ".",
                            "critical"))
@@ -407,14 +407,14 @@ def _findings(r: Report) -> list[Finding]:
         if c.status == "reversed":
             rev = [r.budget(budget) for budget in c.budgets_with("reversed")]
             held = [r.budget(budget) for budget in c.budgets_with("holds")]
-            tail = f"; it holds at {_join(held)} {r.unit}" if held else ""
+            tail = f"; it holds at {join_words(held)} {r.unit}" if held else ""
             out.append(Finding("claim-reversed", f"Claim \u201c{c.text}\u201d is reversed at "
-                               f"{_join(rev)} {r.unit}{tail}.", "critical"))
+                               f"{join_words(rev)} {r.unit}{tail}.", "critical"))
     for c in r.claims:
         if c.status == "inconclusive":
             held = [r.budget(budget) for budget in c.budgets_with("holds")]
             undecided = [r.budget(budget) for budget in c.budgets_with("inconclusive")]
-            where = (f"holds only at {_join(held)} {r.unit}; it is not decided at {_join(undecided)}" if held
+            where = (f"holds only at {join_words(held)} {r.unit}; it is not decided at {join_words(undecided)}" if held
                      else "is not decided at any audited budget")
             out.append(Finding("claim-inconclusive", f"Claim \u201c{c.text}\u201d {where}.", "warning"))
     # Tested changes are findings; "decided_once" and "unconfirmed" entries are descriptive notes only (shown in
@@ -422,7 +422,7 @@ def _findings(r: Report) -> list[Finding]:
     changed = [i for i in r.inversions if i.kind == "changed"]
     if changed:
         pairs = sorted({f"{i.a} vs {i.b}" for i in changed})
-        shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
+        shown = join_words(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
         out.append(Finding("inversion", (
             f"{len(changed)} tested change(s) of a gap between budgets ({m}), involving {shown}: the difference "
             "between the two algorithms is not the same at both budgets (error-controlled)."), "warning"))
@@ -430,7 +430,7 @@ def _findings(r: Report) -> list[Finding]:
     undecided = [o for o in r.orderings if o.metric == r.metric and o.decision == "inconclusive"]
     if undecided:
         pairs = sorted({f"{o.a} vs {o.b}" for o in undecided})
-        shown = _join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
+        shown = join_words(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
         out.append(Finding("undecided", f"{len(undecided)} of {n} pairwise orderings ({m}) are undecided after "
                            f"error control, involving {len(pairs)} pair(s): {shown}.", "warning"))
     for c in r.claims:
@@ -442,7 +442,7 @@ def _findings(r: Report) -> list[Finding]:
             out.append(Finding("checklist", item.message, "warning"))
     out.insert(0, Finding("info", f"{k} of {n} pairwise orderings ({m}) are decided at family-wise error "
                           f"{r.audit['settings'].get('alpha', 0.05)} across {len(r.budgets)} budgets "
-                          f"({_join([r.budget(budget) for budget in r.budgets])} {r.unit})"
+                          f"({join_words([r.budget(budget) for budget in r.budgets])} {r.unit})"
                           f"{supported_error_note(r.audit['settings'])}.", "info"))
     # keep the headline first, then an incomplete sweep (it qualifies every finding after it), then the rest by
     # severity (stable within a severity)
@@ -461,7 +461,7 @@ def _learning_findings(r: Report) -> list[Finding]:
     by_budget: dict = defaultdict(list)
     for c in gone:
         by_budget[int(c["budget"])].append(str(c["task"]))
-    parts = [f"at {r.budget(b)}{' ' + r.unit if i == 0 else ''} on {_join(ts)}"
+    parts = [f"at {r.budget(b)}{' ' + r.unit if i == 0 else ''} on {join_words(ts)}"
              for i, (b, ts) in enumerate(sorted(by_budget.items()))]
     where = "; ".join(parts)
     out = [Finding("nothing-learned", f"Nothing learned yet {where}: no algorithm's per-task interval lies above "
@@ -470,16 +470,9 @@ def _learning_findings(r: Report) -> list[Finding]:
     for c in r.audit.get("claims") or []:
         resting = [r.budget(int(p["budget"])) for p in c.get("per_budget", []) if p.get("rests_on_unlearned")]
         if resting:
-            out.append(Finding("nothing-learned", f"Claim \u201c{c.get('text')}\u201d at {_join(resting)} {r.unit} "
+            out.append(Finding("nothing-learned", f"Claim \u201c{c.get('text')}\u201d at {join_words(resting)} {r.unit} "
                                f"rests only on tasks nothing has learned yet.", "warning"))
     return out
-
-
-def _join(items: list[str]) -> str:
-    items = [str(i) for i in items]
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def compute_text(c: dict) -> str:

@@ -15,6 +15,14 @@ def metric_name(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
+def join_words(items) -> str:
+    """``["a", "b", "c"] -> "a, b and c"``."""
+    items = [str(i) for i in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def format_number(x: float | None) -> str:
     """Format a score or metric with precision adapted to its magnitude (``None``/NaN -> ``"–"``)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
