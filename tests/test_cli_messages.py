@@ -92,16 +92,6 @@ def test_misspelt_algorithm_is_reported_before_the_claims_that_name_it(tmp_path)
 
 
 # ------------------------------------------------------------------------------ estimates and progress
-def test_estimate_says_which_rates_were_measured_here(tmp_path):
-    from rlaudit.run.driver import rate_sources
-
-    cache = {"PPO/gymnasium": 2000.0}
-    assert rate_sources(["PPO/gymnasium"], cache) == "measured on this machine"
-    assert rate_sources(["A2C/gymnasium"], cache) == "reference rates, not measured on this machine"
-    assert rate_sources(["PPO/gymnasium", "A2C/gymnasium", "DQN/gymnasium"], cache) == (
-        "measured on this machine for PPO/gymnasium; reference rates for A2C/gymnasium, DQN/gymnasium")
-
-
 def _run_piped(protocol: Path, store: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),

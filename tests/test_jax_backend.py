@@ -353,7 +353,7 @@ def test_validate_gives_the_plans_cost_on_each_backend(tmp_path):
     for path, used, other in ((on_jax, "jax", "sb3"), (on_sb3, "sb3", "jax")):
         result = CliRunner().invoke(main, ["validate", str(path), "--store", str(tmp_path / "none.sqlite")])
         assert result.exit_code == 0, result.output
-        assert f" on backend {used} (steps/s: " in result.output
+        assert f" on backend {used}, " in result.output and " CPU-seconds (steps/s: " in result.output
         assert f"  on backend {other}: about " in result.output, result.output
 
 

@@ -253,17 +253,79 @@ def test_only_filter(tmp_path):
 
 
 def test_time_estimate_uses_rates_measured_here(tmp_path):
-    from rlaudit.run.driver import REFERENCE_STEPS_PER_S, estimate_seconds, throughput_cache
+    import json
+
+    from rlaudit.run.driver import REFERENCE_STEPS_PER_S, estimate, rate_key, throughput_cache
 
     pl = plan(parse_protocol(GOOD, "p.toml"))  # 4 PPO + 4 DQN runs of 4000 steps
     # ... each evaluated at 3 budgets x 3 episodes of at most 500 steps (CartPole-v1 and Acrobot-v1's limit)
     steps = 4000 + 3 * 3 * 500
-    seconds, source = estimate_seconds(pl.runs, workers=2)
-    assert seconds == pytest.approx(4 * steps / REFERENCE_STEPS_PER_S["PPO"] / 2
-                                    + 4 * steps / REFERENCE_STEPS_PER_S["DQN"] / 2)
-    assert source == "reference rates, not measured on this machine"
+    est = estimate(pl.runs, workers=2)
+    assert est.seconds == pytest.approx(4 * steps / REFERENCE_STEPS_PER_S["PPO"] / 2
+                                        + 4 * steps / REFERENCE_STEPS_PER_S["DQN"] / 2)
+    assert est.cpu_seconds == pytest.approx(2 * est.seconds)
+    assert est.source == "reference rates, not measured on this machine"
+    ppo = next(r for r in pl.runs if r.algorithm.name == "PPO")
+    dqn = next(r for r in pl.runs if r.algorithm.name == "DQN")
     throughput_cache().parent.mkdir(parents=True)
-    throughput_cache().write_text('{"PPO/gymnasium": 1000.0, "DQN/gymnasium": 500.0}')
-    seconds, source = estimate_seconds(pl.runs, workers=2)
-    assert seconds == pytest.approx((4 * steps / 1000 + 4 * steps / 500) / 2) and source == "measured on this machine"
-    assert estimate_seconds(pl.runs[:1], workers=2)[0] == pytest.approx(steps / 1000)  # one run cannot be split
+    throughput_cache().write_text(json.dumps({rate_key(ppo): 1000.0, rate_key(dqn): 500.0}))
+    est = estimate(pl.runs, workers=2)
+    assert est.seconds == pytest.approx((4 * steps / 1000 + 4 * steps / 500) / 2)
+    assert est.source == "measured on this machine"
+    assert estimate(pl.runs[:1], workers=2).seconds == pytest.approx(steps / 1000)  # one run cannot be split
+    # the same algorithm with other settings trains at another rate: the measured one is not used for it
+    other = plan(parse_protocol(GOOD.replace("n_steps = 64", "n_steps = 128"), "p.toml"))
+    assert rate_key(other.runs[0]) != rate_key(ppo) and rate_key(other.runs[-1]) == rate_key(dqn)
+    assert estimate(other.runs, workers=2).source == ("measured on this machine for DQN/gymnasium; "
+                                                      "reference rates for PPO/gymnasium")
+
+
+def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings(tmp_path):
+    """Runs a store recorded (schema 3: CPU seconds) price the runs of any plan with the same algorithm settings,
+    backend and suite; other settings, short runs, stores from before schema 3 and unreadable files price nothing."""
+    from rlaudit.run.driver import estimate, recorded_rates
+    from rlaudit.run.spec import RunResult
+    from rlaudit.store import Store
+
+    recorded_protocol = parse_protocol(GOOD.replace("low = 1_000", "low = 10_000").replace("mid = 2_000", "mid = 20_000")
+                                       .replace("high = 4_000", "high = 40_000"), "p.toml")
+    rec = plan(recorded_protocol)
+    path = tmp_path / "recorded.sqlite"
+    store = Store.open_for_run(path, recorded_protocol)
+    store.sync_plan(rec)
+    ppo = [r for r in rec.runs if r.algorithm.name == "PPO"]
+    for run, cpu in zip(ppo[:3], (10.0, 20.0, 40.0)):  # 4,000, 2,000 and 1,000 steps per CPU-second: median 2,000
+        store.started(run.run_id, "w1")
+        store.finished(RunResult(run.run_id, 40_000, cpu * 2, cpu))
+    short = next(r for r in rec.runs if r.algorithm.name == "DQN")
+    store.started(short.run_id, "w1")
+    store.finished(RunResult(short.run_id, 4_000, 1.0, 1.0))  # below MIN_STEPS_MEASURED: does not count
+    store.close()
+    (tmp_path / "junk.sqlite").write_text("not a store")
+
+    rates = recorded_rates([path, tmp_path / "junk.sqlite", tmp_path / "missing.sqlite"])
+    assert len(rates) == 1
+    (rate,) = rates.values()
+    assert rate.steps_per_cpu_s == pytest.approx(2000.0) and rate.n_runs == 3 and rate.stores == (str(path),)
+
+    pl = plan(parse_protocol(GOOD, "p.toml"))  # the same PPO settings at 4,000 steps; DQN not recorded
+    est = estimate(pl.runs, workers=2, recorded=rates)
+    dqn_steps = 4000 + 3 * 3 * 500
+    from rlaudit.run.driver import REFERENCE_STEPS_PER_S
+
+    assert est.cpu_seconds == pytest.approx(4 * 4000 / 2000 + 4 * dqn_steps / REFERENCE_STEPS_PER_S["DQN"])
+    assert est.seconds == pytest.approx(est.cpu_seconds / 2)
+    assert est.source == (f"CPU time recorded with the same settings in {path} for PPO/gymnasium (3 runs, 2,000 "
+                          "steps/CPU-s); reference rates for DQN/gymnasium")
+    ppo_only = [r for r in pl.runs if r.algorithm.name == "PPO"]
+    assert estimate(ppo_only, 1, rates).source == (f"CPU time recorded with the same settings in {path}: "
+                                                   "PPO/gymnasium (3 runs, 2,000 steps/CPU-s)")
+    other = plan(parse_protocol(GOOD.replace("n_steps = 64", "n_steps = 128"), "p.toml"))
+    assert "recorded" not in estimate(other.runs, 2, rates).source  # other settings: not priced by these runs
+
+    con = sqlite3.connect(path)  # a version-2 store has no CPU times
+    con.executescript("ALTER TABLE runs DROP COLUMN cpu_time; ALTER TABLE runs DROP COLUMN machine; "
+                      "UPDATE meta SET value='2' WHERE key='schema_version';")
+    con.commit()
+    con.close()
+    assert recorded_rates([path]) == {}

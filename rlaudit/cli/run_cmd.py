@@ -29,7 +29,7 @@ def _store_path(store: str | None, protocol) -> Path:
 
 
 def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -> None:
-    from rlaudit.run.driver import estimate_seconds, format_duration
+    from rlaudit.run.driver import cost_sources, estimate, format_duration, recorded_rates
 
     p = plan_.protocol
     echo(f"protocol {p.name}" + (f" — {p.title}" if p.title else "") + f" ({p.path}, hash {p.hash[:12]})")
@@ -56,36 +56,43 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     if not specs:
         echo(f"store: {store_path}")
         return
-    seconds, source = estimate_seconds(specs, workers)
+    recorded = recorded_rates(cost_sources(store_path))
+    est = estimate(specs, workers, recorded)
     used = sorted({s.algorithm.backend for s in specs})
-    echo(f"estimate: about {format_duration(seconds)} with {workers} worker{'s' if workers > 1 else ''} "
-         f"on backend {', '.join(used)} (steps/s: {source}; evaluation episodes counted at their time limit)")
-    _other_backends(p, specs, used, workers, echo)
+    echo(f"estimate: about {format_duration(est.seconds)} with {workers} worker{'s' if workers > 1 else ''} "
+         f"on backend {', '.join(used)}, {_cpu_hours(est.cpu_seconds)} (steps/s: {est.source}; evaluation episodes "
+         f"counted at their time limit unless recorded)")
+    _other_backends(p, specs, used, workers, recorded, echo)
     echo(f"store: {store_path}")
-    _warn_if_large(specs, workers, seconds)
+    _warn_if_large(specs, workers, est.seconds)
+
+
+def _cpu_hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.3g} CPU-hours" if seconds >= 360 else f"{seconds:,.0f} CPU-seconds"
 
 
 def _print_progress(plan_, store_path: Path, workers: int, busy: bool) -> None:
     """How far an existing store is through the plan, and what finishing it costs."""
-    from rlaudit.run.driver import estimate_seconds, format_duration
+    from rlaudit.run.driver import cost_sources, estimate, format_duration, recorded_rates
     from rlaudit.store import done_run_ids
 
     done = done_run_ids(store_path)
     left = [s for s in plan_.runs if s.run_id not in done]
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
-    rest = (f"; the other {len(left)} take about {format_duration(estimate_seconds(left, workers)[0])} with "
+    seconds = estimate(left, workers, recorded_rates(cost_sources(store_path))).seconds if left and n_done else 0.0
+    rest = (f"; the other {len(left)} take about {format_duration(seconds)} with "
             f"{workers} worker{'s' if workers > 1 else ''}" if left and n_done else "")
     click.echo(f"store: {n_done} of {len(plan_.runs)} planned runs finished{rest}{writer}")
 
 
-def _other_backends(protocol, specs, used: list[str], workers: int, echo) -> None:
+def _other_backends(protocol, specs, used: list[str], workers: int, recorded, echo) -> None:
     """The plan's cost on every other backend that can run all of it, or why one cannot (one line each)."""
     import dataclasses
 
     from rlaudit.protocol.loader import backend_refusal
     from rlaudit.run.backends import backend_names
-    from rlaudit.run.driver import estimate_seconds, format_duration
+    from rlaudit.run.driver import estimate, format_duration
 
     for name in backend_names():
         if used == [name]:
@@ -95,16 +102,17 @@ def _other_backends(protocol, specs, used: list[str], workers: int, echo) -> Non
             echo(f"  on backend {name}: cannot run this plan ({why})")
             continue
         moved = [dataclasses.replace(s, algorithm=dataclasses.replace(s.algorithm, backend=name)) for s in specs]
-        seconds, source = estimate_seconds(moved, workers)
-        echo(f"  on backend {name}: about {format_duration(seconds)} with the same workers (steps/s: {source})")
+        est = estimate(moved, workers, recorded)
+        echo(f"  on backend {name}: about {format_duration(est.seconds)} with the same workers, "
+             f"{_cpu_hours(est.cpu_seconds)} (steps/s: {est.source})")
 
 
 def _warn_if_large(specs, workers: int, seconds: float | None = None) -> None:
     from rlaudit.protocol.plan import size_warning
-    from rlaudit.run.driver import estimate_seconds
+    from rlaudit.run.driver import estimate
 
     if seconds is None:
-        seconds = estimate_seconds(specs, workers)[0]
+        seconds = estimate(specs, workers).seconds
     warning = size_warning(sum(s.total_steps for s in specs), seconds)
     if warning:
         click.echo(f"warning: {warning}", err=True)

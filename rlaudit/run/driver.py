@@ -4,9 +4,11 @@ killed or interrupted driver, a failure) restart from scratch."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
+import statistics
 import threading
 import time
 from collections.abc import Sequence
@@ -67,21 +69,71 @@ def _write_throughput(measured: dict[str, list[float]]) -> None:
 
 
 def rate_key(spec: RunSpec) -> str:
-    """Key of ``spec``'s measured rate: ``algorithm/suite``, with ``@backend`` for a backend other than the default."""
+    """Key of ``spec``'s measured rate: ``algorithm/suite`` (``@backend`` for a backend other than the default),
+    then a hash of its :meth:`~RunSpec.cost_key`: the same algorithm with other settings (a bigger network, more
+    quantile samples) trains at another rate."""
     from rlaudit.run.backends import DEFAULT_BACKEND
 
     backend = spec.algorithm.backend
-    return f"{spec.algorithm.name}/{spec.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
+    digest = hashlib.sha256(spec.cost_key().encode()).hexdigest()[:10]
+    return (f"{spec.algorithm.name}/{spec.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
+            + f"#{digest}")
 
 
 def rate_of(spec: RunSpec, cache: dict[str, float]) -> float:
-    """Env steps per second of one run of ``spec``'s algorithm, suite and backend (measured here, else the
-    reference rate; a run of a batch counts its batch's wall time, so a measured rate already includes the
+    """Env steps per second of one run of ``spec``'s algorithm, settings, suite and backend (measured here, else
+    the reference rate; a run of a batch counts its batch's wall time, so a measured rate already includes the
     batch's sharing)."""
     key = rate_key(spec)
     if key in cache:
         return cache[key]
     return REFERENCE_STEPS_PER_S.get(spec.algorithm.name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(spec.task.suite, 1.0)
+
+
+@dataclass(frozen=True)
+class RecordedRate:
+    """Env steps per CPU-second of the finished runs that share one :meth:`~RunSpec.cost_key`, from the CPU time
+    stores record (schema 3)."""
+
+    steps_per_cpu_s: float
+    """Median over the runs of env steps / CPU seconds (evaluations included)."""
+    n_runs: int
+    """Runs it comes from."""
+    stores: tuple[str, ...]
+    """Stores they are in (paths as given)."""
+
+
+def cost_sources(store_path: str | os.PathLike | None = None) -> list[Path]:
+    """Stores a plan's cost is read from: its own store, then every ``sweeps/*/store.sqlite`` under the working
+    directory (the recorded sweeps of a checkout); the ones that exist."""
+    paths = [Path(store_path)] if store_path else []
+    paths += sorted(Path("sweeps").glob("*/store.sqlite"))
+    return [p for p in dict.fromkeys(paths) if p.is_file()]
+
+
+def recorded_rates(paths: Sequence[str | os.PathLike]) -> dict[str, RecordedRate]:
+    """:class:`RecordedRate` per :meth:`~RunSpec.cost_key` over the timed runs of ``paths``; runs shorter than
+    :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), and a store that cannot be read counts
+    nothing (pricing a plan is never worth failing for)."""
+    import sqlite3
+
+    from rlaudit.errors import InputError
+    from rlaudit.store import timed_runs
+
+    rates: dict[str, list[float]] = {}
+    where: dict[str, dict[str, None]] = {}
+    for path in paths:
+        try:
+            runs = timed_runs(path)
+        except (InputError, sqlite3.Error, ValueError, KeyError, TypeError):
+            continue
+        for spec, steps, cpu in runs:
+            if steps < MIN_STEPS_MEASURED:
+                continue
+            key = spec.cost_key()
+            rates.setdefault(key, []).append(steps / cpu)
+            where.setdefault(key, {})[str(path)] = None
+    return {k: RecordedRate(float(statistics.median(v)), len(v), tuple(where[k])) for k, v in rates.items()}
 
 
 _UNKNOWN_EPISODE_STEPS = 1_000
@@ -111,38 +163,76 @@ def eval_steps(spec: RunSpec, limits: dict | None = None) -> int:
     return n_points * spec.eval.n_eval_episodes * limits[spec.task.id]
 
 
-def estimate_seconds(specs: Sequence[RunSpec], workers: int) -> tuple[float, str]:
-    """Wall-time estimate for ``specs`` on ``workers`` workers, and where the rates come from.
+@dataclass(frozen=True)
+class Estimate:
+    """What a plan costs: wall time on some workers, the CPU time behind it, and where the rates come from."""
 
-    Training steps count at the measured (or reference) rate; evaluations count as many steps as they can
-    take at most (every episode played to the time limit) at the same rate, so a plan whose evaluations
+    seconds: float
+    """Wall-clock seconds on the workers, one core each."""
+    cpu_seconds: float
+    """CPU seconds of all the runs (one core per worker: the runs' times summed)."""
+    source: str
+    """Where the rates come from, in words (:func:`rate_sources`)."""
+
+
+def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, RecordedRate] | None = None) -> Estimate:
+    """Time and CPU estimate for ``specs`` on ``workers`` workers.
+
+    A run whose settings have :class:`RecordedRate` s (``recorded``, from :func:`recorded_rates`) costs its env
+    steps at their CPU rate, evaluations included as they were in the recorded runs; any other run counts its
+    training steps at the rate measured on this machine (else the reference rate) and its evaluations at as many
+    steps as they can take at most (every episode played to the time limit), so that a plan whose evaluations
     dominate is not estimated at "about 0 s".
     """
     from rlaudit.run.backends import backend_of, make_batches
 
     cache = _read_throughput()
+    recorded = recorded or {}
     limits: dict = {}
-    keys = dict.fromkeys(rate_key(s) for s in specs)
     per_batch = []  # the runs of a batch train together: measured rates already say so, reference rates do not
     for batch in make_batches(specs):
+        rate = recorded.get(batch[0].cost_key())
+        if rate:  # a batch's CPU time is its runs' CPU times summed
+            per_batch.append(sum(s.total_steps / rate.steps_per_cpu_s for s in batch))
+            continue
         times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
         measured = rate_key(batch[0]) in cache
         speedup = 1.0 if measured else getattr(backend_of(batch[0]), "reference_speedup", 1.0)
         per_batch.append(max(times) if measured else sum(times) / speedup)
     n = max(1, min(workers, len(per_batch)))
-    return max(sum(per_batch) / n, max(per_batch, default=0.0)), rate_sources(list(keys), cache)
+    return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
+                    rate_sources(specs, cache, recorded))
 
 
-def rate_sources(keys: Sequence[str], cache: dict[str, float]) -> str:
-    """Where the rates of ``keys`` (``algorithm/suite``) come from, in words: ``measured on this machine``,
-    ``reference rates, not measured on this machine``, or which keys are which when both occur."""
-    measured = [k for k in keys if k in cache]
-    reference = [k for k in keys if k not in cache]
-    if not reference:
+def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],
+                 recorded: dict[str, RecordedRate] | None = None) -> str:
+    """Where the rates of ``specs`` come from, in words: ``CPU time recorded …`` with the runs and stores,
+    ``measured on this machine``, ``reference rates, not measured on this machine``, or which algorithms are
+    which when they mix."""
+    recorded = recorded or {}
+    kinds: dict[str, dict[str, None]] = {"recorded": {}, "measured": {}, "reference": {}}
+    stores: dict[str, None] = {}
+    for s in specs:
+        backend = s.algorithm.backend
+        name = f"{s.algorithm.label}/{s.task.suite}" + ("" if backend == "sb3" else f"@{backend}")
+        rate = recorded.get(s.cost_key())
+        if rate:
+            kinds["recorded"][f"{name} ({rate.n_runs} runs, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
+            stores.update(dict.fromkeys(rate.stores))
+        else:
+            kinds["measured" if rate_key(s) in cache else "reference"][name] = None
+    recorded_text = (f"CPU time recorded with the same settings in {', '.join(stores)}" if stores else "")
+    only = [k for k, v in kinds.items() if v]
+    if only == ["recorded"]:
+        return f"{recorded_text}: {', '.join(kinds['recorded'])}"
+    if only == ["measured"]:
         return "measured on this machine"
-    if not measured:
+    if only == ["reference"] or not only:
         return "reference rates, not measured on this machine"
-    return f"measured on this machine for {', '.join(measured)}; reference rates for {', '.join(reference)}"
+    parts = [f"{recorded_text} for {', '.join(kinds['recorded'])}" if kinds["recorded"] else "",
+             f"measured on this machine for {', '.join(kinds['measured'])}" if kinds["measured"] else "",
+             f"reference rates for {', '.join(kinds['reference'])}" if kinds["reference"] else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def format_duration(seconds: float) -> str:
@@ -374,10 +464,10 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            seconds, source = estimate_seconds(todo, workers)
+            est = estimate(todo, workers, recorded_rates(cost_sources(store_path)))
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
-                          f"steps; estimate about {format_duration(seconds)} with {min(workers, len(todo))} "
-                          f"worker(s) (steps/s: {source})", highlight=False, markup=False, soft_wrap=True)
+                          f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
+                          f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary)
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         try:

@@ -129,6 +129,13 @@ class RunSpec:
             points.update(range(self.eval.eval_every, self.total_steps + 1, self.eval.eval_every))
         return tuple(sorted(p for p in points if p <= self.total_steps))
 
+    def cost_key(self) -> str:
+        """What one env step of this run costs depends on: the algorithm, its settings and backend, and the suite
+        (canonical JSON; runs with equal keys train at the same rate on one machine, up to the game)."""
+        a = self.algorithm
+        return json.dumps([a.name, a.backend, self.task.suite, [list(p) for p in a.hyperparams],
+                           [list(p) for p in a.policy_kwargs]], default=str)
+
     def to_json(self) -> str:
         """A canonical JSON form (stored with the run so that a store says exactly what was trained)."""
         return json.dumps(asdict(self), sort_keys=True, default=str)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.errors import InputError
-from rlaudit.run.spec import is_timed_out
+from rlaudit.run.spec import RunSpec, is_timed_out
 from rlaudit.scores import ScoreMeta, ScoreTable
 from rlaudit.store.sqlite import lock_holder, open_readonly, record_checksum, schema_version
 
@@ -304,6 +304,20 @@ def compute_used(path: str | os.PathLike) -> dict:
     return {"runs": len(rows), "wall_hours": sum(float(r[1] or 0.0) for r in rows) / 3600,
             "cpu_hours": sum(cpu) / 3600 if cpu else None, "runs_timed": len(cpu), "backends": backends,
             "machines": [{"machine": m, "runs": n} for m, n in machines.items()]}
+
+
+def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float]]:
+    """``(spec, env_steps, cpu_time)`` of each finished run of the store that recorded its CPU seconds (schema 3;
+    none from an older store). Read-only: a store a driver is writing can be read."""
+    con = open_readonly(path)
+    try:
+        if "cpu_time" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
+            return []
+        rows = con.execute("SELECT spec, env_steps, cpu_time FROM runs WHERE status='done' AND cpu_time > 0 "
+                           "AND env_steps > 0").fetchall()
+    finally:
+        con.close()
+    return [(RunSpec.from_json(spec), int(steps), float(cpu)) for spec, steps, cpu in rows]
 
 
 def _machine_text(fingerprint: str | None) -> str:
