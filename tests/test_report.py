@@ -262,6 +262,9 @@ def test_answer_of_a_joined_rerun_names_published_orderings_learning_and_setting
     assert learned.startswith("none:") == (not gone)
     n_dev = sum(1 for row in r.settings_published if row.key)
     assert settings.startswith(f"{n_dev} declared deviation(s)") and n_dev > 0
+    n_keys = len({row.key for row in r.settings_published if row.key})
+    assert f" in {n_keys} setting(s): " in settings
+    assert (f"and {n_keys - 6} more setting(s) (table in section 2)." in settings) == (n_keys > 6)
 
 
 # ------------------------------------------------------------------------------------------------ outputs

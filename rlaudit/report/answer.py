@@ -148,10 +148,12 @@ def _settings(r) -> AnswerLine | None:
     per_key: dict = defaultdict(list)
     for row in deviations:
         per_key[row.key].append(row.algorithm)
-    keys = join_words(f"{key} ({', '.join(dict.fromkeys(algos))})" for key, algos in per_key.items())
+    named = [f"{key} ({', '.join(dict.fromkeys(algos))})" for key, algos in per_key.items()]
+    more = len(named) - SHOWN
+    keys = join_words(named[:SHOWN] + ([f"{more} more setting(s)"] if more > 0 else []))
     return AnswerLine("Settings vs published", f"{len(deviations)} declared deviation(s) from "
-                                               f"{len(r.settings_sources)} published source(s): {keys} (table in "
-                                               "section 2).")
+                                               f"{len(r.settings_sources)} published source(s), in {len(named)} "
+                                               f"setting(s): {keys} (table in section 2).")
 
 
 def _runs(o) -> str:
