@@ -28,8 +28,9 @@ def _store_path(store: str | None, protocol) -> Path:
     return Path(store) if store else default_store(protocol)
 
 
-def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -> None:
-    from rlaudit.run.driver import cost_sources, estimate, format_duration, recorded_rates
+def _print_plan(plan_, specs, store_path: Path, workers: int, recorded: dict, echo=click.echo) -> None:
+    """The plan, its cost (``recorded``: :func:`~rlaudit.run.driver.recorded_rates`) and its store."""
+    from rlaudit.run.driver import estimate, format_duration
 
     p = plan_.protocol
     echo(f"protocol {p.name}" + (f" — {p.title}" if p.title else "") + f" ({p.path}, hash {p.hash[:12]})")
@@ -56,7 +57,6 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, echo=click.echo) -
     if not specs:
         echo(f"store: {store_path}")
         return
-    recorded = recorded_rates(cost_sources(store_path))
     est = estimate(specs, workers, recorded)
     used = sorted({s.algorithm.backend for s in specs})
     echo(f"estimate: about {format_duration(est.seconds)} with {workers} worker{'s' if workers > 1 else ''} "
@@ -71,16 +71,16 @@ def _cpu_hours(seconds: float) -> str:
     return f"{seconds / 3600:,.3g} CPU-hours" if seconds >= 360 else f"{seconds:,.0f} CPU-seconds"
 
 
-def _print_progress(plan_, store_path: Path, workers: int, busy: bool) -> None:
+def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded: dict) -> None:
     """How far an existing store is through the plan, and what finishing it costs."""
-    from rlaudit.run.driver import cost_sources, estimate, format_duration, recorded_rates
+    from rlaudit.run.driver import estimate, format_duration
     from rlaudit.store import done_run_ids
 
     done = done_run_ids(store_path)
     left = [s for s in plan_.runs if s.run_id not in done]
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
-    seconds = estimate(left, workers, recorded_rates(cost_sources(store_path))).seconds if left and n_done else 0.0
+    seconds = estimate(left, workers, recorded).seconds if left and n_done else 0.0
     rest = (f"; the other {len(left)} take about {format_duration(seconds)} with "
             f"{workers} worker{'s' if workers > 1 else ''}" if left and n_done else "")
     click.echo(f"store: {n_done} of {len(plan_.runs)} planned runs finished{rest}{writer}")
@@ -144,11 +144,13 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
     p, plan_ = _load(protocol, *rerun)
     store_path = _store_path(store, p)
     Store.open_for_run(store_path, p, check_only=True, busy_ok=True)
+    from rlaudit.run.driver import cost_sources, recorded_rates
     from rlaudit.store.sqlite import lock_holder, takeover
 
-    _print_plan(plan_, plan_.runs, store_path, workers or default_workers())
+    recorded = recorded_rates(cost_sources(store_path))
+    _print_plan(plan_, plan_.runs, store_path, workers or default_workers(), recorded)
     if store_path.exists():
-        _print_progress(plan_, store_path, workers or default_workers(), lock_holder(store_path))
+        _print_progress(plan_, store_path, workers or default_workers(), lock_holder(store_path), recorded)
 
     kept = takeover(store_path, p)
     if kept is not None:
@@ -222,7 +224,9 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         specs = plan_.select(selection)
         done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
         todo = [s for s in specs if s.run_id not in done]
-        _print_plan(plan_, todo, store_path, workers or default_workers())
+        from rlaudit.run.driver import cost_sources, recorded_rates
+
+        _print_plan(plan_, todo, store_path, workers or default_workers(), recorded_rates(cost_sources(store_path)))
         click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "
                    f"({len(specs) - len(todo)} already done)")
         for s in todo:
