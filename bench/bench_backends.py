@@ -13,6 +13,8 @@ MinAtar Breakout with the flagship's DQN settings (``protocols/dqn-family-minata
 
     python bench/bench_backends.py                   # S = 1, 8, 32; 2,000 warm-up + 4,000 timed steps
     python bench/bench_backends.py --seeds 8,64,256  # another machine (a GPU: JAX picks it up)
+    python bench/bench_backends.py --protocol protocols/fidelity/minatar-100k.toml --algorithm IQN --seeds 5
+        # an algorithm entry of a protocol (its settings, its first task; --warmup replaces learning_starts)
 
 Prints one line per configuration and the ratios to SB3.
 """
@@ -40,16 +42,35 @@ def cpu() -> float:
     return t.user + t.system
 
 
-def bench_sb3(warmup: int, steps: int) -> dict:
-    """SB3's DQN with the runner's patches, timed from step ``warmup`` to ``warmup + steps``."""
+def default_spec():
+    """The bench's own run: DQN with the flagship's MLP settings on Breakout."""
+    from rlaudit.run.spec import AlgoSpec, RunSpec, TaskSpec
+
+    algo = AlgoSpec("DQN", "DQN", tuple(sorted(HP.items())), (("net_arch", NET),))
+    return RunSpec("bench", "", TaskSpec(TASK, "minatar"), algo, 0, (10**6,))
+
+
+def protocol_spec(path: str, label: str):
+    """The first run of ``path``'s algorithm entry ``label`` (its settings, its first task)."""
+    from rlaudit.errors import InputError
+    from rlaudit.protocol import load_protocol, plan
+
+    runs = [r for r in plan(load_protocol(path)).runs if r.algorithm.label == label]
+    if not runs:
+        raise InputError(f"{path}: no algorithm entry labelled {label!r}")
+    return runs[0]
+
+
+def bench_sb3(spec, warmup: int, steps: int) -> dict:
+    """``spec`` trained by SB3 with the runner's patches, timed from step ``warmup`` to ``warmup + steps``."""
     from rlaudit.algorithms import make_agent
     from rlaudit.run.envs import make_env
     from rlaudit.run.runner import precompute_observation_checks, set_single_thread, skip_redundant_mode_switches
-    from rlaudit.run.spec import TaskSpec
 
     set_single_thread()
-    env = make_env(TaskSpec(TASK, "minatar"), 0)
-    agent = make_agent("DQN", env, {**HP, "learning_starts": warmup}, 0, {"net_arch": NET})
+    env = make_env(spec.task, 0)
+    a = spec.algorithm
+    agent = make_agent(a.name, env, {**a.hyperparams_dict, "learning_starts": warmup}, 0, a.policy_kwargs_dict)
     skip_redundant_mode_switches(agent)
     precompute_observation_checks(agent)
     marks = {}
@@ -65,21 +86,22 @@ def bench_sb3(warmup: int, steps: int) -> dict:
     return {"cpu_rate": steps / c, "wall_rate": steps / w}
 
 
-def jax_config(warmup: int):
+def jax_config(spec, warmup: int):
+    import dataclasses
+
     from rlaudit.run.backends.jax.config import agent_config
-    from rlaudit.run.spec import AlgoSpec, RunSpec, TaskSpec
 
-    hp = {**HP, "learning_starts": warmup}
-    algo = AlgoSpec("DQN", "DQN", tuple(sorted(hp.items())), (("net_arch", NET),), "jax")
-    return agent_config(RunSpec("bench", "", TaskSpec(TASK, "minatar"), algo, 0, (10**6,)))
+    hp = {**spec.algorithm.hyperparams_dict, "learning_starts": warmup}
+    algo = dataclasses.replace(spec.algorithm, hyperparams=tuple(sorted(hp.items())), backend="jax")
+    return agent_config(dataclasses.replace(spec, algorithm=algo, budgets=(10**6,)))
 
 
-def bench_jax(n_seeds: int, warmup: int, steps: int) -> dict:
+def bench_jax(spec, n_seeds: int, warmup: int, steps: int) -> dict:
     import jax
 
     from rlaudit.run.backends.jax.training import Program, seed_keys
 
-    prog = Program(jax_config(warmup))  # a fresh program: its compile time is measured here
+    prog = Program(jax_config(spec, warmup))  # a fresh program: its compile time is measured here
     total = 10**6
     carries = prog.init(seed_keys(range(n_seeds)))
     jax.block_until_ready(carries.key)
@@ -130,7 +152,12 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=2_000, help="steps before timing (learning starts there)")
     ap.add_argument("--steps", type=int, default=4_000, help="steps timed, per seed")
     ap.add_argument("--no-sb3", action="store_true", help="skip the SB3 baseline (e.g. on a GPU machine)")
+    ap.add_argument("--protocol", help="bench an algorithm entry of this protocol instead of the MLP DQN")
+    ap.add_argument("--algorithm", help="with --protocol: the entry's label")
     args = ap.parse_args(argv)
+    if bool(args.protocol) != bool(args.algorithm):
+        print("error: --protocol and --algorithm go together", file=sys.stderr)
+        return 2
     sizes = [int(s) for s in args.seeds.split(",")]
     from rlaudit.run.backends.jax import configure_jax, missing_dependency
 
@@ -141,19 +168,28 @@ def main(argv=None) -> int:
     configure_jax()
     import jax
 
-    print(f"MinAtar Breakout, DQN, MLP {NET}, one update per {HP['train_freq']} steps, batch {HP['batch_size']}; "
-          f"{args.warmup:,} warm-up + {args.steps:,} timed steps; jax {jax.__version__} on {jax.devices()[0].platform}")
+    from rlaudit.errors import InputError
+
+    try:
+        spec = protocol_spec(args.protocol, args.algorithm) if args.protocol else default_spec()
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    what = (f"{spec.task.id}, {spec.algorithm.label} of {args.protocol}" if args.protocol else
+            f"MinAtar Breakout, DQN, MLP {NET}, one update per {HP['train_freq']} steps, batch {HP['batch_size']}")
+    print(f"{what}; {args.warmup:,} warm-up + {args.steps:,} timed steps; jax {jax.__version__} on "
+          f"{jax.devices()[0].platform}")
     sb3 = None
     if not args.no_sb3:
-        sb3 = bench_sb3(args.warmup, args.steps)
-        print(f"SB3 DQN          {sb3['cpu_rate']:9,.0f} steps/CPU-s  {sb3['wall_rate']:9,.0f} steps/s wall")
+        sb3 = bench_sb3(spec, args.warmup, args.steps)
+        print(f"SB3              {sb3['cpu_rate']:9,.0f} steps/CPU-s  {sb3['wall_rate']:9,.0f} steps/s wall")
     for n in sizes:
-        r = bench_jax(n, args.warmup, args.steps)
+        r = bench_jax(spec, n, args.warmup, args.steps)
         ratio = f"  {r['cpu_rate'] / sb3['cpu_rate']:.2f}x SB3 per CPU-s, {r['wall_rate'] / sb3['wall_rate']:.2f}x wall" \
             if sb3 else ""
         print(f"JAX S = {n:<4}     {r['cpu_rate']:9,.0f} steps/CPU-s  {r['wall_rate']:9,.0f} steps/s wall  "
               f"compile {r['compile_s']:.1f} s wall ({r['compile_cpu_s']:.1f} CPU-s){ratio}")
-        if jax.devices()[0].platform == "cpu":
+        if jax.devices()[0].platform == "cpu" and not args.protocol:  # the ceiling knows the MLP DQN only
             c = ceiling(n)
             print(f"  ceiling at S = {n}: {c['flops_per_step'] / 1e6:.1f} MFLOP per env step, matmuls at "
                   f"{c['matmul_flops_per_cpu_s'] / 1e9:.1f} GFLOP/CPU-s -> {c['ceiling_steps_per_cpu_s']:,.0f} "
