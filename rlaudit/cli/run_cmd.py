@@ -80,9 +80,10 @@ def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded:
     left = [s for s in plan_.runs if s.run_id not in done]
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
-    seconds = estimate(left, workers, recorded).seconds if left and n_done else 0.0
-    rest = (f"; the other {len(left)} take about {format_duration(seconds)} with "
-            f"{workers} worker{'s' if workers > 1 else ''}" if left and n_done else "")
+    rest = ""
+    if left and n_done:
+        rest = (f"; the other {len(left)} take about {format_duration(estimate(left, workers, recorded).seconds)} "
+                f"with {workers} worker{'s' if workers > 1 else ''}")
     click.echo(f"store: {n_done} of {len(plan_.runs)} planned runs finished{rest}{writer}")
 
 

@@ -209,12 +209,14 @@ def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],
     """Where the rates of ``specs`` come from, in words: ``CPU time recorded …`` with the runs and stores,
     ``measured on this machine``, ``reference rates, not measured on this machine``, or which algorithms are
     which when they mix."""
+    from rlaudit.run.backends import DEFAULT_BACKEND
+
     recorded = recorded or {}
     kinds: dict[str, dict[str, None]] = {"recorded": {}, "measured": {}, "reference": {}}
     stores: dict[str, None] = {}
     for s in specs:
         backend = s.algorithm.backend
-        name = f"{s.algorithm.label}/{s.task.suite}" + ("" if backend == "sb3" else f"@{backend}")
+        name = f"{s.algorithm.label}/{s.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
         rate = recorded.get(s.cost_key())
         if rate:
             kinds["recorded"][f"{name} ({rate.n_runs} runs, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
