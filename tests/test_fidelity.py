@@ -307,8 +307,17 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
     return args, r, doc, store, ref_store
 
 
-def test_fidelity_end_to_end_self(tmp_path):
+def test_fidelity_end_to_end_self(tmp_path, monkeypatch):
+    import rlaudit.run.driver as driver
+
+    priced_from = []  # the stores each driver's estimate read recorded CPU times from
+    real = driver.recorded_rates
+    monkeypatch.setattr(driver, "recorded_rates", lambda paths: priced_from.append(list(map(str, paths)))
+                        or real(paths))
     args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_000)
+    # the reference's runs are priced from its own store, never from the built-in's (another implementation)
+    assert [str(ref_store)] in priced_from and not any(str(ref_store) in p and len(p) > 1 for p in priced_from)
+    assert any(p[:1] == [str(store)] for p in priced_from)
     # the reference side trained other seeds: its scores are not a copy of the built-in's
     from rlaudit.store.export import export_table
 

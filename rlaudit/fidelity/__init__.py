@@ -238,8 +238,9 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
         from dataclasses import replace
 
         mine = replace(fr.plan, runs=fr.plan.select({"algo": fr.only["algo"]}))
+        # Its estimate prices the reference's runs from their own recorded CPU time, never the built-in's.
         run_plan(mine, fr.reference_store, ReferenceExecutor(fr.reference, workers=workers), only=fr.only,
-                 console=console)
+                 console=console, cost_from=[fr.reference_store])
 
 
 def write_result(fr: FidelityRun, fidelity) -> Path:

@@ -419,7 +419,7 @@ class Driver:
 
 
 def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = None, new_store: bool = False,
-             console: Console | None = None) -> Summary:
+             console: Console | None = None, cost_from: Sequence[str | os.PathLike] | None = None) -> Summary:
     """Run ``plan`` into the store at ``store_path`` with ``executor``; resume what is there.
 
     Args:
@@ -429,6 +429,9 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         only: run selection (see :meth:`Plan.select`).
         new_store: move a store of another protocol aside instead of refusing it.
         console: where progress and the summary go.
+        cost_from: stores whose recorded CPU times price the runs in the estimate (default:
+            :func:`cost_sources` of ``store_path``; another implementation's runs, e.g. a fidelity reference's,
+            name their own store only).
 
     Returns:
         The :class:`Summary`.
@@ -466,7 +469,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            est = estimate(todo, workers, recorded_rates(cost_sources(store_path)))
+            est = estimate(todo, workers, recorded_rates(cost_sources(store_path) if cost_from is None else cost_from))
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
