@@ -331,6 +331,10 @@ def test_fidelity_end_to_end_self(tmp_path, monkeypatch):
     assert again.exit_code == 0, again.output
     assert "3 of 3 runs already done" in again.output
     assert json.loads(store.with_name("fidelity-DQN-self.json").read_text()) == doc
+    from rlaudit.fidelity.compare import markdown_rows
+
+    table = _cli(args + ["--compare-only", "--markdown"])
+    assert table.exit_code == 0 and markdown_rows(doc)[0] in table.output.splitlines(), table.output
     # the reference worker's runs say what they cost: the CPU seconds of the worker process
     with sqlite3.connect(ref_store) as con:
         cpu = [row[0] for row in con.execute("SELECT cpu_time FROM runs WHERE status='done'")]
@@ -522,6 +526,24 @@ def test_fidelity_minatar_100k(algorithm):
     recorded = load_status().get(algorithm)
     if recorded is not None:
         assert f"verdict: {recorded.verdict}" in r.output
+
+
+def test_result_tables_in_the_docs_are_the_recorded_comparisons():
+    """Every row of docs/fidelity.md's result tables is what --markdown prints from a committed comparison, and
+    every committed comparison has its rows there (numbers are never typed by hand)."""
+    from rlaudit.fidelity.compare import markdown_rows
+
+    docs = (REPO / "docs" / "fidelity.md").read_text()
+    results = sorted((REPO / "sweeps" / "fidelity-minatar-100k").glob("fidelity-*-dopamine.json"))
+    assert {p.name for p in results} >= {"fidelity-DQN-dopamine.json", "fidelity-C51-dopamine.json"}
+    for path in results:
+        rows = markdown_rows(json.loads(path.read_text()))
+        assert len(rows) == 2 and all(row in docs for row in rows), (path.name, rows)
+    assert markdown_rows({"tasks": [{"task": "MinAtar/Breakout-v1", "interval": [-0.5, 1.25], "shown_within": 1.5,
+                                     "pooled_sd": 2.0, "verdict": "differs", "p_equivalent": 0.5, "mean_builtin": 3,
+                                     "sd_builtin": 0.5, "mean_reference": 3.5, "sd_reference": 0.25,
+                                     "difference": 0.5, "p_different": 0.0034}]}) == [
+        "| Breakout | 3.00 ± 0.50 | 3.50 ± 0.25 | +0.50 [-0.50, +1.25] | 0.0034 | 1.50 (0.75 SD) | differs |"]
 
 
 def test_recorded_status_is_what_the_committed_stores_give():

@@ -58,6 +58,7 @@ def _print(fidelity, echo=click.echo) -> None:
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Family-wise level over the tasks.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap intervals.")
 @click.option("--compare-only", is_flag=True, help="Train nothing: compare the runs already in the stores.")
+@click.option("--markdown", is_flag=True, help="Print the comparison as the rows of docs/fidelity.md's tables.")
 @click.option("--reference-only", is_flag=True, help="Train the reference's runs only (the built-in's come from "
                                                      "`rlaudit run`).")
 @click.option("--record", is_flag=True, help="Write the verdict (or the update check's result) into "
@@ -67,7 +68,7 @@ def _print(fidelity, echo=click.echo) -> None:
                    "parameters on the same batches and compare gradients, parameters and priorities (seconds; "
                    "exit 1 when they differ).")
 def fidelity(algorithm, against, protocol_path, store, reference_store, budget, seeds, workers, margin_sd, margin,
-             alpha, seed, compare_only, reference_only, record, update_check) -> None:
+             alpha, seed, compare_only, markdown, reference_only, record, update_check) -> None:
     """Run ALGORITHM and an independent implementation of it with the same env and settings, and compare.
 
     Per task at the budget: the difference of mean scores (reference - built-in) with a seeded bootstrap
@@ -113,7 +114,14 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
     if not compare_only:
         run_fidelity(fr, workers=workers, train_builtin=not reference_only)
     result = compare_stores(fr, alpha=alpha, margin_sd=margin_sd, margin=margin, seed=seed)
-    _print(result)
+    if markdown:
+        from rlaudit.fidelity.compare import markdown_rows
+
+        click.echo(f"| game | built-in | {fr.reference.title} | difference [95 % bootstrap] | Welch p | shown within | "
+                   f"verdict (level {result.alpha / len(result.tasks):g}) |\n|---|---|---|---|---|---|---|")
+        click.echo("\n".join(markdown_rows(result.to_dict())))
+    else:
+        _print(result)
     path = write_result(fr, result)
     click.echo(f"written: {path}", err=True)
     if record:

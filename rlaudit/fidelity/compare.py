@@ -96,6 +96,23 @@ class Fidelity:
         return asdict(self)
 
 
+def markdown_rows(doc: dict) -> list[str]:
+    """The per-task rows of docs/fidelity.md's result tables, from a comparison's plain data (:meth:`Fidelity.to_dict`
+    or the JSON ``rlaudit fidelity`` writes): ``| game | built-in mean ± SD | reference mean ± SD | difference
+    [interval] | Welch p | shown within (SDs) | verdict (TOST p) |``."""
+    rows = []
+    for t in doc["tasks"]:
+        lo, hi = t["interval"]
+        game = t["task"].split("/")[-1].rsplit("-v", 1)[0]
+        within = f"{t['shown_within']:.2f}" + (f" ({t['shown_within'] / t['pooled_sd']:.2f} SD)" if t["pooled_sd"] > 0
+                                                else "")
+        verdict = t["verdict"] + ("" if t["verdict"] == "differs" else f" (TOST p {t['p_equivalent']:#.2g})")
+        rows.append(f"| {game} | {t['mean_builtin']:.2f} ± {t['sd_builtin']:.2f} | {t['mean_reference']:.2f} ± "
+                    f"{t['sd_reference']:.2f} | {t['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}] | "
+                    f"{t['p_different']:#.2g} | {within} | {verdict} |")
+    return rows
+
+
 def pooled_sd(x: np.ndarray, y: np.ndarray) -> float:
     """``sqrt(((n_x - 1) s_x² + (n_y - 1) s_y²) / (n_x + n_y - 2))``."""
     return float(np.sqrt(((x.size - 1) * np.var(x, ddof=1) + (y.size - 1) * np.var(y, ddof=1)) / (x.size + y.size - 2)))
