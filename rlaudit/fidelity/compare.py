@@ -11,7 +11,8 @@ scores (default 1: a difference smaller than the seed-to-seed spread of either i
 standardised bound (Lakens 2017) because MinAtar's games have no common score scale and raw score gaps of a
 "practically irrelevant" size differ 10x between games. It is estimated from the data, so the test is
 approximate. With 10 runs a side and no true difference TOST shows equivalence within 1 SD with probability
-about 0.4 (0.85 with 20 runs a side), so "undetermined" is the common outcome of a faithful pair at 10 seeds;
+about 0.1 (0.73 with 20 runs a side; ``bench/fidelity_power.py``, docs/fidelity.md), so "undetermined" is the
+common outcome of a faithful pair at 10 seeds;
 each row therefore also reports the smallest margin the data would have shown equivalence within
 (``|d| + t_crit · se``), in points and in SDs, and runs accumulate across sittings. ``margin`` (score units,
 per task) replaces the standardised bound when given.
