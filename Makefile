@@ -98,7 +98,8 @@ record: install
 # sweeps/dqn-family-minatar-250k/.)
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 flagship: install
-	for s in 0 1 2 3 4 5 6 7 8 9; do $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
+	for s in $$($(BIN)/python -c "from rlaudit.protocol import load_protocol; print(*load_protocol('protocols/dqn-family-minatar.toml').seeds)"); do \
+	  $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
 	$(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 
 test: install-test browser latex
