@@ -26,14 +26,15 @@ def _seeds(text: str | None) -> list[str] | None:
 
 
 def _print(fidelity, echo=click.echo) -> None:
+    from rlaudit.fidelity.compare import shown_within_text
+
     echo(f"{fidelity.label} ({fidelity.algorithm}) against {fidelity.reference} ({fidelity.reference_version}) at "
          f"{fidelity.budget:,} env steps; margin {fidelity.margin_rule}")
     echo(f"  {'task':<26} {'runs':>7} {'built-in':>15} {'reference':>15} {'difference [interval]':>25} "
          f"{'margin':>7} {'shown within':>17}  verdict")
     for t in fidelity.tasks:
         lo, hi = t.interval
-        within = f"{t.shown_within:.2f} ({t.shown_within / t.pooled_sd:.2f} SD)" if t.pooled_sd > 0 else \
-            f"{t.shown_within:.2f}"
+        within = shown_within_text(t.shown_within, t.pooled_sd)
         echo(f"  {t.task:<26} {t.n_builtin:>3}/{t.n_reference:<3} {t.mean_builtin:>7.2f} ± {t.sd_builtin:<5.2f} "
              f"{t.mean_reference:>7.2f} ± {t.sd_reference:<5.2f} {t.difference:>+7.2f} [{lo:+.2f}, {hi:+.2f}]"
              f"{'':>2} {t.margin:>7.2f} {within:>17}  {t.verdict} (p_diff {t.p_different:.3g}, "

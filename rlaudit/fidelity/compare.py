@@ -97,6 +97,11 @@ class Fidelity:
         return asdict(self)
 
 
+def shown_within_text(shown_within: float, pooled: float) -> str:
+    """``0.59 (1.02 SD)``: the smallest margin the data show equivalence within, in points and in pooled SDs."""
+    return f"{shown_within:.2f}" + (f" ({shown_within / pooled:.2f} SD)" if pooled > 0 else "")
+
+
 def markdown_rows(doc: dict) -> list[str]:
     """The per-task rows of docs/fidelity.md's result tables, from a comparison's plain data (:meth:`Fidelity.to_dict`
     or the JSON ``rlaudit fidelity`` writes): ``| game | built-in mean ± SD | reference mean ± SD | difference
@@ -105,8 +110,7 @@ def markdown_rows(doc: dict) -> list[str]:
     for t in doc["tasks"]:
         lo, hi = t["interval"]
         game = t["task"].split("/")[-1].rsplit("-v", 1)[0]
-        within = f"{t['shown_within']:.2f}" + (f" ({t['shown_within'] / t['pooled_sd']:.2f} SD)" if t["pooled_sd"] > 0
-                                                else "")
+        within = shown_within_text(t["shown_within"], t["pooled_sd"])
         verdict = t["verdict"] + ("" if t["verdict"] == "differs" else f" (TOST p {t['p_equivalent']:#.2g})")
         rows.append(f"| {game} | {t['mean_builtin']:.2f} ± {t['sd_builtin']:.2f} | {t['mean_reference']:.2f} ± "
                     f"{t['sd_reference']:.2f} | {t['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}] | "
