@@ -514,6 +514,21 @@ def test_run_warns_about_a_huge_plan_before_training(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["run", str(proto), "--store", str(tmp_path / "s.sqlite")])
     assert "warning: this plan is large: 200,000,000,000 env steps" in result.stderr, result.output
 
+    from rlaudit.protocol import load_protocol, plan
+    from rlaudit.run.spec import RunResult
+    from rlaudit.store import Store
+
+    resumed = tmp_path / "done.sqlite"  # every run finished: nothing left to train, nothing to warn about
+    store = Store.open_for_run(resumed, load_protocol(proto))
+    pl = plan(load_protocol(proto))
+    store.sync_plan(pl)
+    for run in pl.runs:
+        store.started(run.run_id, "w1")
+        store.finished(RunResult(run.run_id, run.total_steps, 1.0, 1.0))
+    store.close()
+    result = CliRunner().invoke(main, ["run", str(proto), "--store", str(resumed)])
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.output
+
 
 # ------------------------------------------------------------------------------------- reports
 

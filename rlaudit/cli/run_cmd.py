@@ -108,12 +108,14 @@ def _other_backends(protocol, specs, used: list[str], workers: int, recorded, ec
              f"{_cpu_hours(est.cpu_seconds)} (steps/s: {est.source})")
 
 
-def _warn_if_large(specs, workers: int, seconds: float | None = None) -> None:
+def _warn_if_large(specs, workers: int, seconds: float | None = None, recorded=None) -> None:
+    """Warn on stderr when ``specs`` (the runs left to train) are a large plan: priced as the plan's header
+    prices them (``recorded`` rates where there are some)."""
     from rlaudit.protocol.plan import size_warning
     from rlaudit.run.driver import estimate
 
     if seconds is None:
-        seconds = estimate(specs, workers).seconds
+        seconds = estimate(specs, workers, recorded).seconds
     warning = size_warning(sum(s.total_steps for s in specs), seconds)
     if warning:
         click.echo(f"warning: {warning}", err=True)
@@ -220,25 +222,25 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     run_timeout = run_timeout if run_timeout is not None else p.run_timeout
     if run_timeout is not None:
         opts["run_timeout"] = run_timeout
-    if dry_run:
-        Store.open_for_run(store_path, p, new_store=new_store, check_only=True)
-        specs = plan_.select(selection)
-        done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
-        todo = [s for s in specs if s.run_id not in done]
-        from rlaudit.run.driver import cost_sources, recorded_rates
+    Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
+    from rlaudit.run.driver import cost_sources, recorded_rates
 
-        _print_plan(plan_, todo, store_path, workers or default_workers(), recorded_rates(cost_sources(store_path)))
+    specs = plan_.select(selection)
+    done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
+    todo = [s for s in specs if s.run_id not in done]
+    recorded = recorded_rates(cost_sources(store_path))
+    if dry_run:
+        _print_plan(plan_, todo, store_path, workers or default_workers(), recorded)
         click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "
                    f"({len(specs) - len(todo)} already done)")
         for s in todo:
             click.echo(f"  {s.run_id}  budgets {', '.join(map(str, s.budgets))}")
         return
     ex = get_executor(executor, **opts)
-    Store.open_for_run(store_path, p, new_store=new_store, check_only=True)  # all checks before any write
-    _warn_if_large(plan_.select(selection), workers or default_workers())
+    _warn_if_large(todo, workers or default_workers(), recorded=recorded)  # priced as the driver's header prices it
     check = getattr(ex, "check", None)
     if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
-        check(plan_.select(selection))
+        check(specs)
     run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
 
 
