@@ -329,3 +329,28 @@ def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings
     con.commit()
     con.close()
     assert recorded_rates([path]) == {}
+
+
+def test_reference_rates_name_registered_algorithms_and_price_the_dqn_family_on_minatar_as_measured():
+    """Every reference rate is keyed by a registered algorithm's name (a label such as "QR-DQN" never matches a
+    run), and a MinAtar plan at the published settings is priced at the rates measured there (IQN: 36 steps per
+    CPU-second, not the CartPole default x suite factor), on the JAX backend with that algorithm's speedup."""
+    import dataclasses
+
+    from rlaudit.algorithms.registry import list_specs
+    from rlaudit.protocol import load_protocol
+    from rlaudit.run.backends.jax import JaxBackend
+    from rlaudit.run.driver import REFERENCE_STEPS_PER_S, SUITE_STEPS_PER_CPU_S, eval_steps, estimate, rate_of
+
+    names = {s.name for s in list_specs()}
+    assert set(REFERENCE_STEPS_PER_S) <= names and {n for n, _ in SUITE_STEPS_PER_CPU_S} <= names
+    assert {n for n, _ in JaxBackend.reference_speedups} <= names
+    iqn = next(r for r in plan(load_protocol(REPO / "protocols/fidelity/minatar-100k.toml")).runs
+               if r.algorithm.name == "IQN")
+    assert rate_of(iqn, {}) == 36.0
+    sb3 = estimate([iqn], workers=1)
+    assert sb3.cpu_seconds == pytest.approx((iqn.total_steps + eval_steps(iqn)) / 36.0)
+    on_jax = dataclasses.replace(iqn, algorithm=dataclasses.replace(iqn.algorithm, backend="jax"))
+    assert estimate([on_jax], workers=1).cpu_seconds == pytest.approx(sb3.cpu_seconds / 1.34)
+    qr = plan(parse_protocol(GOOD.replace('name = "DQN"', 'name = "QRDQN"\nlabel = "DQN"'), "p.toml")).runs[-1]
+    assert qr.algorithm.name == "QRDQN" and rate_of(qr, {}) == REFERENCE_STEPS_PER_S["QRDQN"]

@@ -27,9 +27,18 @@ from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, is_timed_out
 # core of the development machine (2.3k and 2.9k steps/s). The others are rough guesses, not measurements;
 # the estimate says which source it used.
 REFERENCE_STEPS_PER_S: dict[str, float] = {
-    "PPO": 2300.0, "DQN": 2900.0, "A2C": 2000.0, "QR-DQN": 2500.0, "TRPO": 2000.0, "ARS": 3000.0,
+    "PPO": 2300.0, "DQN": 2900.0, "A2C": 2000.0, "QRDQN": 2500.0, "TRPO": 2000.0, "ARS": 3000.0,
     "SAC": 150.0, "TD3": 250.0, "DDPG": 250.0, "TQC": 100.0, "CrossQ": 150.0,
 }
+SUITE_STEPS_PER_CPU_S: dict[tuple[str, str], float] = {
+    ("DQN", "minatar"): 697.0, ("C51", "minatar"): 230.0, ("QRDQN", "minatar"): 193.0,
+    ("DopamineRainbow", "minatar"): 195.0, ("IQN", "minatar"): 36.0,
+}
+"""Measured reference rates (algorithm, suite) that replace the CartPole rate x suite factor: the DQN family on
+MinAtar at Obando-Ceron & Castro's published settings (the ``minatar`` network; IQN with N = N' = K = 32), SB3
+backend, steps per CPU-second after warm-up (``bench/bench_backends.py --protocol
+protocols/fidelity/minatar-100k.toml --algorithm LABEL``, docs/backends.md Throughput, 2026-12-02). IQN there
+trains at 36 where the suite factor would say 250: it was the cost of the flagship that the estimate missed."""
 MIN_STEPS_MEASURED = 5_000
 """Runs shorter than this are dominated by start-up and evaluation; their rate is not cached."""
 _DEFAULT_STEPS_PER_S = 500.0
@@ -87,7 +96,10 @@ def rate_of(spec: RunSpec, cache: dict[str, float]) -> float:
     key = rate_key(spec)
     if key in cache:
         return cache[key]
-    return REFERENCE_STEPS_PER_S.get(spec.algorithm.name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(spec.task.suite, 1.0)
+    name, suite = spec.algorithm.name, spec.task.suite
+    if (name, suite) in SUITE_STEPS_PER_CPU_S:
+        return SUITE_STEPS_PER_CPU_S[name, suite]
+    return REFERENCE_STEPS_PER_S.get(name, _DEFAULT_STEPS_PER_S) * _SUITE_FACTOR.get(suite, 1.0)
 
 
 @dataclass(frozen=True)
@@ -197,11 +209,19 @@ def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, Recorde
             continue
         times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
         measured = rate_key(batch[0]) in cache
-        speedup = 1.0 if measured else getattr(backend_of(batch[0]), "reference_speedup", 1.0)
+        speedup = 1.0 if measured else reference_speedup(backend_of(batch[0]), batch[0])
         per_batch.append(max(times) if measured else sum(times) / speedup)
     n = max(1, min(workers, len(per_batch)))
     return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
                     rate_sources(specs, cache, recorded))
+
+
+def reference_speedup(backend, spec: RunSpec) -> float:
+    """A batch's CPU throughput on ``backend`` over the SB3 reference rate of ``spec``'s algorithm, for an
+    estimate before this machine measured one: the backend's measured ``reference_speedups`` for the algorithm
+    and suite, else its ``reference_speedup``, else 1."""
+    per = getattr(backend, "reference_speedups", {})
+    return per.get((spec.algorithm.name, spec.task.suite), getattr(backend, "reference_speedup", 1.0))
 
 
 def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],

@@ -65,7 +65,12 @@ class JaxBackend:
     max_batch = MAX_BATCH
     reference_speedup = 3.0
     """CPU throughput of a batch over the SB3 reference rate, for estimates before this machine has measured
-    one (bench/bench_backends.py: 2.7-3.7x at 8 seeds on the development machine)."""
+    one (bench/bench_backends.py: 2.7-3.7x at 8 seeds on the development machine, DQN with an MLP)."""
+    reference_speedups = {("DQN", "minatar"): 2.34, ("C51", "minatar"): 1.24, ("QRDQN", "minatar"): 1.41,
+                          ("DopamineRainbow", "minatar"): 1.10, ("IQN", "minatar"): 1.34}
+    """Per (algorithm, suite), where measured: at the published MinAtar settings, 5 seeds a batch
+    (docs/backends.md Throughput; the distributional heads make the update matmul-bound, so vmapping seeds gains
+    less than for DQN's MLP)."""
 
     def missing_dependency(self) -> str | None:
         """What of the ``jax`` extra is not installed here (``None``: all of it is)."""
