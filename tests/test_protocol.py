@@ -354,3 +354,36 @@ def test_reference_rates_name_registered_algorithms_and_price_the_dqn_family_on_
     assert estimate([on_jax], workers=1).cpu_seconds == pytest.approx(sb3.cpu_seconds / 1.34)
     qr = plan(parse_protocol(GOOD.replace('name = "DQN"', 'name = "QRDQN"\nlabel = "DQN"'), "p.toml")).runs[-1]
     assert qr.algorithm.name == "QRDQN" and rate_of(qr, {}) == REFERENCE_STEPS_PER_S["QRDQN"]
+
+
+def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
+    """Runs a driver recorded on this machine's CPU (model and flags) price a plan alone where there are some (a
+    store resumed here after another machine: the same model name without this one's vector units); runs from
+    other CPUs only are used but said to be."""
+    from rlaudit.run.driver import estimate, recorded_rates
+    from rlaudit.run.machine import cpu_identity, machine_fingerprint
+    from rlaudit.run.spec import RunResult
+    from rlaudit.store import Store
+
+    protocol = parse_protocol(GOOD.replace("high = 4_000", "high = 40_000"), "p.toml")
+    pl = plan(protocol)
+    ppo = [r for r in pl.runs if r.algorithm.name == "PPO"]
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, protocol, machine={**machine_fingerprint(), "cpu_flags": "elsewhere"})
+    store.sync_plan(pl)
+    for run in ppo[:2]:  # 1,000 steps per CPU-second elsewhere
+        store.started(run.run_id, "w1")
+        store.finished(RunResult(run.run_id, 40_000, 80.0, 40.0))
+    store.close()
+    (rate,) = recorded_rates([path]).values()
+    assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (1000.0, 2, "other CPUs")
+    assert "PPO/gymnasium (2 runs on other CPUs, 1,000 steps/CPU-s)" in estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
+
+    store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
+    store.started(ppo[2].run_id, "w1")  # 4,000 here
+    store.finished(RunResult(ppo[2].run_id, 40_000, 20.0, 10.0))
+    store.close()
+    (rate,) = recorded_rates([path]).values()
+    assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (4000.0, 1, "this CPU")
+    assert cpu_identity() == cpu_identity(machine_fingerprint()) != cpu_identity({**machine_fingerprint(),
+                                                                                  "cpu_flags": "elsewhere"})

@@ -113,6 +113,9 @@ class RecordedRate:
     """Runs it comes from."""
     stores: tuple[str, ...]
     """Stores they are in (paths as given)."""
+    cpu: str = ""
+    """``this CPU`` (every run was recorded on this machine's CPU, model and flags: the others, if any, are left out),
+    ``other CPUs`` (none was), or empty (the stores did not record their machines)."""
 
 
 def cost_sources(store_path: str | os.PathLike | None = None) -> list[Path]:
@@ -125,27 +128,33 @@ def cost_sources(store_path: str | os.PathLike | None = None) -> list[Path]:
 
 def recorded_rates(paths: Sequence[str | os.PathLike]) -> dict[str, RecordedRate]:
     """:class:`RecordedRate` per :meth:`~RunSpec.cost_key` over the timed runs of ``paths``; runs shorter than
-    :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), and a store that cannot be read counts
-    nothing (pricing a plan is never worth failing for)."""
+    :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), runs recorded on this machine's CPU
+    (:func:`~rlaudit.run.machine.cpu_identity`) replace those of other CPUs where there are some, and a store that cannot be read counts nothing (pricing a
+    plan is never worth failing for)."""
     import sqlite3
 
     from rlaudit.errors import InputError
+    from rlaudit.run.machine import cpu_identity
     from rlaudit.store import timed_runs
 
-    rates: dict[str, list[float]] = {}
-    where: dict[str, dict[str, None]] = {}
+    runs: dict[str, list[tuple[float, str | None, str]]] = {}
     for path in paths:
         try:
-            runs = timed_runs(path)
+            timed = timed_runs(path)
         except (InputError, sqlite3.Error, ValueError, KeyError, TypeError):
             continue
-        for spec, steps, cpu in runs:
-            if steps < MIN_STEPS_MEASURED:
-                continue
-            key = spec.cost_key()
-            rates.setdefault(key, []).append(steps / cpu)
-            where.setdefault(key, {})[str(path)] = None
-    return {k: RecordedRate(float(statistics.median(v)), len(v), tuple(where[k])) for k, v in rates.items()}
+        for spec, steps, cpu, model in timed:
+            if steps >= MIN_STEPS_MEASURED:
+                runs.setdefault(spec.cost_key(), []).append((steps / cpu, model, str(path)))
+    here = cpu_identity()
+    out = {}
+    for key, rows in runs.items():
+        mine = [r for r in rows if r[1] == here]
+        use = mine or rows
+        cpu = "this CPU" if mine else "other CPUs" if all(r[1] for r in rows) else ""
+        out[key] = RecordedRate(float(statistics.median(r[0] for r in use)), len(use),
+                                tuple(dict.fromkeys(r[2] for r in use)), cpu)
+    return out
 
 
 _UNKNOWN_EPISODE_STEPS = 1_000
@@ -239,7 +248,8 @@ def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],
         name = f"{s.algorithm.label}/{s.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
         rate = recorded.get(s.cost_key())
         if rate:
-            kinds["recorded"][f"{name} ({rate.n_runs} runs, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
+            on = f" on {rate.cpu}" if rate.cpu else ""
+            kinds["recorded"][f"{name} ({rate.n_runs} runs{on}, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
             stores.update(dict.fromkeys(rate.stores))
         else:
             kinds["measured" if rate_key(s) in cache else "reference"][name] = None

@@ -81,6 +81,15 @@ def _numpy_build() -> dict[str, str]:
     return {"numpy": np.__version__, "numpy_blas": blas}
 
 
+def cpu_identity(fingerprint: dict | None = None) -> str:
+    """A CPU as ``model (flags)`` — the fingerprint's ``cpu_model`` and ``cpu_flags``; this machine's without
+    ``fingerprint`` (one model name can hide CPUs with and without AVX-512)."""
+    if fingerprint is None:
+        model, flags = _cpuinfo()
+        fingerprint = {"cpu_model": model, "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags) or "none"}
+    return f"{fingerprint.get('cpu_model', '?')} ({fingerprint.get('cpu_flags', '?')})"
+
+
 def machine_fingerprint() -> dict[str, str]:
     """The facts that decide bit-equality of a rerun, as ``name -> text`` (recorded in the store's ``meta``).
 

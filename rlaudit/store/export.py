@@ -306,18 +306,30 @@ def compute_used(path: str | os.PathLike) -> dict:
             "machines": [{"machine": m, "runs": n} for m, n in machines.items()]}
 
 
-def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float]]:
-    """``(spec, env_steps, cpu_time)`` of each finished run of the store that recorded its CPU seconds (schema 3;
-    none from an older store). Read-only: a store a driver is writing can be read."""
+def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float, str | None]]:
+    """``(spec, env_steps, cpu_time, cpu)`` of each finished run of the store that recorded its CPU seconds
+    (schema 3; none from an older store); ``cpu`` is the recording driver's CPU
+    (:func:`~rlaudit.run.machine.cpu_identity`; ``None`` where the store did not record its machine). Read-only: a store a driver is writing can be read."""
     con = open_readonly(path)
     try:
         if "cpu_time" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
             return []
-        rows = con.execute("SELECT spec, env_steps, cpu_time FROM runs WHERE status='done' AND cpu_time > 0 "
-                           "AND env_steps > 0").fetchall()
+        rows = con.execute("SELECT r.spec, r.env_steps, r.cpu_time, m.value FROM runs r LEFT JOIN meta m "
+                           "ON m.key = r.machine WHERE r.status='done' AND r.cpu_time > 0 "
+                           "AND r.env_steps > 0").fetchall()
     finally:
         con.close()
-    return [(RunSpec.from_json(spec), int(steps), float(cpu)) for spec, steps, cpu in rows]
+    return [(RunSpec.from_json(spec), int(steps), float(cpu), _cpu(machine)) for spec, steps, cpu, machine in rows]
+
+
+def _cpu(fingerprint: str | None) -> str | None:
+    from rlaudit.run.machine import cpu_identity
+
+    try:
+        f = json.loads(fingerprint or "")
+    except ValueError:
+        return None
+    return cpu_identity(f) if isinstance(f, dict) else None
 
 
 def _machine_text(fingerprint: str | None) -> str:
