@@ -130,6 +130,21 @@ def test_update_check_is_recorded_beside_the_seed_level_verdict(tmp_path):
     assert load_status(path)["C51"].checked and "same update step" not in status_text(load_status(path)["C51"])
 
 
+def test_update_check_record_names_every_task_and_agrees_only_when_all_do():
+    from rlaudit.fidelity.update_check import UpdateCheck, record_text
+
+    breakout = UpdateCheck("DopamineRainbow", "MinAtar/Breakout-v1", 3, 5.1e-5, (1.5e-4, 1.5e-4), 4.5e-7, 0.1)
+    invaders = UpdateCheck("DopamineRainbow", "MinAtar/SpaceInvaders-v1", 3, 4.2e-5, (3e-4,), 4.4e-7, 0.1)
+    assert record_text([breakout, invaders], "dopamine-rl 4.1.2", "p.toml", "2026-12-02") == (
+        "the same update as dopamine-rl 4.1.2: MinAtar/Breakout-v1: gradient 5.1e-05 of the largest, parameters "
+        "1.5e-04 learning rates after 3 Adam steps, priorities 4.5e-07; MinAtar/SpaceInvaders-v1: gradient 4.2e-05 "
+        "of the largest, parameters 3.0e-04 learning rates after 3 Adam steps, priorities 4.4e-07 (p.toml, "
+        "2026-12-02)")
+    off = UpdateCheck("DQN", "MinAtar/SpaceInvaders-v1", 3, 0.3, (2.0,), None, 0.1)
+    assert not off.agrees
+    assert record_text([breakout, off], "v", "p.toml", "d").startswith("DIFFERENT updates as v: ")
+
+
 def test_committed_status_file_parses_and_names_builtins():
     from rlaudit.algorithms import get_spec
 

@@ -65,9 +65,9 @@ def _print(fidelity, echo=click.echo) -> None:
 @click.option("--record", is_flag=True, help="Write the verdict (or the update check's result) into "
                                              "rlaudit/fidelity/status.toml.")
 @click.option("--update-check", is_flag=True,
-              help="Train nothing: take 3 training steps of the built-in and of Dopamine's agent from the same "
-                   "parameters on the same batches and compare gradients, parameters and priorities (seconds; "
-                   "exit 1 when they differ).")
+              help="Train nothing: on each task, take 3 training steps of the built-in and of Dopamine's agent "
+                   "from the same parameters on the same batches and compare gradients, parameters and priorities "
+                   "(seconds; exit 1 when they differ).")
 def fidelity(algorithm, against, protocol_path, store, reference_store, budget, seeds, workers, margin_sd, margin,
              alpha, seed, compare_only, markdown, reference_only, record, update_check) -> None:
     """Run ALGORITHM and an independent implementation of it with the same env and settings, and compare.
@@ -82,10 +82,13 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
     if update_check:
         if against != "dopamine":
             raise InputError(f"--update-check: compares with Dopamine's agents (--against dopamine), not {against!r}")
-        from rlaudit.fidelity.update_check import check_updates
+        from rlaudit.fidelity.update_check import check_updates, record_text
+        from rlaudit.protocol import load_protocol
 
-        result = check_updates(protocol_path, [algorithm], seed=seed)[0]
-        click.echo(result.line())
+        results = []
+        for task in load_protocol(protocol_path).tasks:  # each task's observation channels and actions
+            results += check_updates(protocol_path, [algorithm], task=task.id, seed=seed)
+            click.echo(results[-1].line())
         if record:
             import datetime
 
@@ -94,10 +97,10 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
 
             reference = get_reference("dopamine")
             version = f"{reference.version()}; {reference.revision_text}"
-            text = result.record_text(version, str(protocol_path), datetime.date.today().isoformat())
-            record_update(result.algorithm, text)
-            click.echo(f"recorded: {result.algorithm} update check in {STATUS_FILE}", err=True)
-        if not result.agrees:
+            record_update(results[0].algorithm,
+                          record_text(results, version, str(protocol_path), datetime.date.today().isoformat()))
+            click.echo(f"recorded: {results[0].algorithm} update check in {STATUS_FILE}", err=True)
+        if not all(r.agrees for r in results):
             raise SystemExit(1)
         return
     if workers < 1:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -71,14 +72,6 @@ class UpdateCheck:
         """Whether every difference is within its tolerance (float32 rounding)."""
         return (self.grad_rel < GRAD_TOLERANCE and max(self.params_lr) < PARAMS_TOLERANCE
                 and (self.priorities_rel is None or self.priorities_rel < PRIORITY_TOLERANCE))
-
-    def record_text(self, reference_version: str, protocol: str, date: str) -> str:
-        """What the status file records (:func:`rlaudit.fidelity.status.record_update`)."""
-        verdict = "the same update" if self.agrees else "DIFFERENT updates"
-        prio = "" if self.priorities_rel is None else f", priorities {self.priorities_rel:.1e}"
-        return (f"{verdict} as {reference_version}: gradient {self.grad_rel:.1e} of the largest, parameters "
-                f"{max(self.params_lr):.1e} learning rates after {self.n_steps} Adam steps{prio} ({self.task}, "
-                f"{protocol}, {date})")
 
     def line(self) -> str:
         """One line for the terminal."""
@@ -236,6 +229,18 @@ def _builtin_steps(agent, batches, online, target, draws=None):
             grad = grads_to_flax(net, layout, n_actions)
         after.append(to_flax(net, layout, n_actions))
     return grad, after, captured, losses[0]
+
+
+def record_text(results: Sequence[UpdateCheck], reference_version: str, protocol: str, date: str) -> str:
+    """What the status file records for one algorithm's checks on the protocol's tasks
+    (:func:`rlaudit.fidelity.status.record_update`): "the same update" only when every task's agrees."""
+    verdict = "the same update" if all(r.agrees for r in results) else "DIFFERENT updates"
+    parts = []
+    for r in results:
+        prio = "" if r.priorities_rel is None else f", priorities {r.priorities_rel:.1e}"
+        parts.append(f"{r.task}: gradient {r.grad_rel:.1e} of the largest, parameters {max(r.params_lr):.1e} "
+                     f"learning rates after {r.n_steps} Adam steps{prio}")
+    return f"{verdict} as {reference_version}: {'; '.join(parts)} ({protocol}, {date})"
 
 
 def check_updates(protocol_path: str | Path, algorithms: list[str], task: str | None = None, n_steps: int = 3,
