@@ -377,7 +377,8 @@ def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     store.close()
     (rate,) = recorded_rates([path]).values()
     assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (1000.0, 2, "other CPUs")
-    assert "PPO/gymnasium (2 runs on other CPUs, 1,000 steps/CPU-s)" in estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
+    source = estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
+    assert "PPO/gymnasium (2 runs on other CPUs, 1,000 steps/CPU-s)" in source
 
     store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
     store.started(ppo[2].run_id, "w1")  # 4,000 here

@@ -129,8 +129,8 @@ def cost_sources(store_path: str | os.PathLike | None = None) -> list[Path]:
 def recorded_rates(paths: Sequence[str | os.PathLike]) -> dict[str, RecordedRate]:
     """:class:`RecordedRate` per :meth:`~RunSpec.cost_key` over the timed runs of ``paths``; runs shorter than
     :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), runs recorded on this machine's CPU
-    (:func:`~rlaudit.run.machine.cpu_identity`) replace those of other CPUs where there are some, and a store that cannot be read counts nothing (pricing a
-    plan is never worth failing for)."""
+    (:func:`~rlaudit.run.machine.cpu_identity`) replace those of other CPUs where there are some, and a store
+    that cannot be read counts nothing (pricing a plan is never worth failing for)."""
     import sqlite3
 
     from rlaudit.errors import InputError

@@ -319,7 +319,8 @@ def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float, str |
                            "AND r.env_steps > 0").fetchall()
     finally:
         con.close()
-    return [(RunSpec.from_json(spec), int(steps), float(cpu), _cpu(machine)) for spec, steps, cpu, machine in rows]
+    return [(RunSpec.from_json(spec), int(steps), float(cpu), _cpu(machine))
+            for spec, steps, cpu, machine in rows]
 
 
 def _cpu(fingerprint: str | None) -> str | None:
