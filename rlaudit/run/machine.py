@@ -84,10 +84,14 @@ def _numpy_build() -> dict[str, str]:
 def cpu_identity(fingerprint: dict | None = None) -> str:
     """A CPU as ``model (flags)`` — the fingerprint's ``cpu_model`` and ``cpu_flags``; this machine's without
     ``fingerprint`` (one model name can hide CPUs with and without AVX-512)."""
-    if fingerprint is None:
-        model, flags = _cpuinfo()
-        fingerprint = {"cpu_model": model, "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags) or "none"}
+    fingerprint = _cpu_facts() if fingerprint is None else fingerprint
     return f"{fingerprint.get('cpu_model', '?')} ({fingerprint.get('cpu_flags', '?')})"
+
+
+def _cpu_facts() -> dict[str, str]:
+    """The fingerprint's ``cpu_model`` and ``cpu_flags`` (the :data:`CPU_FLAGS` present, else ``none``)."""
+    model, flags = _cpuinfo()
+    return {"cpu_model": model, "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags) or "none"}
 
 
 def machine_fingerprint() -> dict[str, str]:
@@ -100,10 +104,9 @@ def machine_fingerprint() -> dict[str, str]:
     """
     from importlib import metadata
 
-    model, flags = _cpuinfo()
-    out = {"cpu_model": model, "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags) or "none",
-           "machine": platform.machine(), "libc": " ".join(platform.libc_ver()).strip() or "unknown",
-           "python": platform.python_version(), **_torch_build(), **_numpy_build()}
+    out = {**_cpu_facts(), "machine": platform.machine(),
+           "libc": " ".join(platform.libc_ver()).strip() or "unknown", "python": platform.python_version(),
+           **_torch_build(), **_numpy_build()}
     for dist in ("stable-baselines3", "sb3-contrib", "gymnasium", "ale-py", "minatar"):
         try:
             out[dist] = metadata.version(dist)

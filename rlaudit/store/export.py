@@ -309,7 +309,8 @@ def compute_used(path: str | os.PathLike) -> dict:
 def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float, str | None]]:
     """``(spec, env_steps, cpu_time, cpu)`` of each finished run of the store that recorded its CPU seconds
     (schema 3; none from an older store); ``cpu`` is the recording driver's CPU
-    (:func:`~rlaudit.run.machine.cpu_identity`; ``None`` where the store did not record its machine). Read-only: a store a driver is writing can be read."""
+    (:func:`~rlaudit.run.machine.cpu_identity`; ``None`` where the store did not record its machine).
+    Read-only: a store a driver is writing can be read."""
     con = open_readonly(path)
     try:
         if "cpu_time" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
@@ -323,22 +324,25 @@ def timed_runs(path: str | os.PathLike) -> list[tuple[RunSpec, int, float, str |
             for spec, steps, cpu, machine in rows]
 
 
+def _fingerprint(text: str | None) -> dict | None:
+    """A recorded machine fingerprint (``meta`` value), or ``None`` where there is none or it does not parse."""
+    try:
+        f = json.loads(text or "")
+    except ValueError:
+        return None
+    return f if isinstance(f, dict) else None
+
+
 def _cpu(fingerprint: str | None) -> str | None:
     from rlaudit.run.machine import cpu_identity
 
-    try:
-        f = json.loads(fingerprint or "")
-    except ValueError:
-        return None
-    return cpu_identity(f) if isinstance(f, dict) else None
+    f = _fingerprint(fingerprint)
+    return None if f is None else cpu_identity(f)
 
 
 def _machine_text(fingerprint: str | None) -> str:
-    try:
-        f = json.loads(fingerprint or "")
-    except ValueError:
-        f = None
-    if not isinstance(f, dict):
+    f = _fingerprint(fingerprint)
+    if f is None:
         return "not recorded"
     return (f"{f.get('cpu_model', '?')} ({f.get('machine', '?')}, {f.get('cpu_flags', '?')}), "
             f"torch {f.get('torch', '?')}")
