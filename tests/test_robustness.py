@@ -511,8 +511,14 @@ def test_run_warns_about_a_huge_plan_before_training(tmp_path, monkeypatch):
     proto = tmp_path / "h.toml"
     proto.write_text('schema_version = 1\nname = "h"\nseeds = 2\n[regimes]\nhigh = 100_000_000_000\n[[tasks]]\n'
                      'id = "CartPole-v1"\n[[algorithms]]\nname = "PPO"\n')
+    import rlaudit.run.driver as driver
+
+    reads = []  # the recorded CPU times are read once, for the warning and the driver's header alike
+    real = driver.recorded_rates
+    monkeypatch.setattr(driver, "recorded_rates", lambda paths: reads.append(paths) or real(paths))
     result = CliRunner().invoke(main, ["run", str(proto), "--store", str(tmp_path / "s.sqlite")])
     assert "warning: this plan is large: 200,000,000,000 env steps" in result.stderr, result.output
+    assert "training 2 of 2 runs" in result.stderr and len(reads) == 1, (reads, result.output)
 
     from rlaudit.protocol import load_protocol, plan
     from rlaudit.run.spec import RunResult

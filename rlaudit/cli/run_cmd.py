@@ -241,7 +241,8 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     check = getattr(ex, "check", None)
     if callable(check):  # e.g. Ray: reachability, resources, imports on every node -- before the store exists
         check(specs)
-    run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True))
+    run_plan(plan_, store_path, ex, only=selection, new_store=new_store, console=Console(stderr=True),
+             recorded=recorded)
 
 
 @click.command()

@@ -225,7 +225,7 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
         RunFailed: runs failed on a side (after the others finished).
     """
     from rlaudit.fidelity.executor import ReferenceExecutor
-    from rlaudit.run.driver import run_plan
+    from rlaudit.run.driver import recorded_rates, run_plan
     from rlaudit.run.executors import LocalExecutor
 
     if train_reference:
@@ -240,7 +240,7 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
         mine = replace(fr.plan, runs=fr.plan.select({"algo": fr.only["algo"]}))
         # Its estimate prices the reference's runs from their own recorded CPU time, never the built-in's.
         run_plan(mine, fr.reference_store, ReferenceExecutor(fr.reference, workers=workers), only=fr.only,
-                 console=console, cost_from=[fr.reference_store])
+                 console=console, recorded=recorded_rates([fr.reference_store]))
 
 
 def write_result(fr: FidelityRun, fidelity) -> Path:

@@ -11,7 +11,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -449,7 +449,7 @@ class Driver:
 
 
 def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = None, new_store: bool = False,
-             console: Console | None = None, cost_from: Sequence[str | os.PathLike] | None = None) -> Summary:
+             console: Console | None = None, recorded: Mapping[str, RecordedRate] | None = None) -> Summary:
     """Run ``plan`` into the store at ``store_path`` with ``executor``; resume what is there.
 
     Args:
@@ -459,9 +459,9 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         only: run selection (see :meth:`Plan.select`).
         new_store: move a store of another protocol aside instead of refusing it.
         console: where progress and the summary go.
-        cost_from: stores whose recorded CPU times price the runs in the estimate (default:
-            :func:`cost_sources` of ``store_path``; another implementation's runs, e.g. a fidelity reference's,
-            name their own store only).
+        recorded: the recorded CPU times that price the runs in the estimate (:func:`recorded_rates`; default:
+            those of :func:`cost_sources` of ``store_path``; another implementation's runs, e.g. a fidelity
+            reference's, are priced from their own store only).
 
     Returns:
         The :class:`Summary`.
@@ -499,7 +499,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            est = estimate(todo, workers, recorded_rates(cost_sources(store_path) if cost_from is None else cost_from))
+            est = estimate(todo, workers, recorded_rates(cost_sources(store_path)) if recorded is None else recorded)
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
