@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -222,19 +224,33 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise InputError(f"{path}: is a folder; give a file name (e.g. {path / 'scores.csv'})")
     ensure_writable_dir(path.parent if str(path.parent) else Path("."))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = _new_file_beside(path)
+        # The permissions a plain open(path, "w") gives: those of the file it replaces, else 0o666 less the
+        # umask (what the kernel gave the new file). tempfile.mkstemp's 0o600 left every output private.
+        mode = (path if path.exists() else tmp).stat().st_mode & 0o7777
     except OSError as exc:
         raise WriteFailed(f"{path}: cannot write ({exc.strerror})") from None
-    os.close(fd)
-    tmp = Path(tmp)
     try:
         yield tmp
+        os.chmod(tmp, mode)  # also when the block wrote a new file in tmp's place
         os.replace(tmp, path)
     except OSError as exc:
         # The block only writes `tmp`: an OSError here is the file system refusing (ENOSPC, EIO, EDQUOT).
         raise WriteFailed(f"{path}: cannot write ({exc.strerror or exc})") from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _new_file_beside(path: Path) -> Path:
+    """A new empty file ``.<name>.<random>.tmp`` in ``path``'s folder, created with mode 0o666 less the umask."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -322,6 +322,22 @@ def _run_end_to_end(tmp_path: Path, against: str, steps: int):
     return args, r, doc, store, ref_store
 
 
+def test_result_and_reference_store_file_names_spell_a_label_alike(tmp_path):
+    """A label with spaces or brackets ("Rainbow (Dopamine)") is one file-name part for both files of a check."""
+    from types import SimpleNamespace
+
+    from rlaudit.fidelity import reference_store_path, write_result
+
+    store = tmp_path / "store.sqlite"
+    fr = SimpleNamespace(store=store, label="Rainbow (Dopamine)", reference=REFERENCES["self"],
+                         protocol=SimpleNamespace(path="p.toml", hash="h"),
+                         reference_store=reference_store_path(store, "self", "Rainbow (Dopamine)"))
+    path = write_result(fr, SimpleNamespace(to_dict=lambda: {"verdict": "undetermined"}))
+    assert (path.name, fr.reference_store.name) == ("fidelity-Rainbow__Dopamine_-self.json",
+                                                    "reference-self-Rainbow__Dopamine_.sqlite")
+    assert json.loads(path.read_text())["reference_store"] == str(fr.reference_store)
+
+
 def test_fidelity_end_to_end_self(tmp_path, monkeypatch):
     import rlaudit.run.driver as driver
 

@@ -467,6 +467,30 @@ def test_a_store_appears_only_complete(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["p.toml"]  # the temporary file is gone too
 
 
+def test_atomic_writes_give_the_permissions_of_a_plain_write(tmp_path):
+    """A written output is readable as one open(path, "w") would leave it (0o666 less the umask), and a replaced
+    file keeps its own mode: the temporary file of an atomic write must not make outputs private (0o600)."""
+    import os
+    import stat
+
+    from rlaudit.io import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "new.json", "{}")
+        assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
+        os.umask(0o027)
+        atomic_write_text(tmp_path / "group.json", "{}")
+        assert stat.S_IMODE((tmp_path / "group.json").stat().st_mode) == 0o640
+        (tmp_path / "new.json").chmod(0o604)
+        atomic_write_text(tmp_path / "new.json", "[]")
+        assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o604
+        assert (tmp_path / "new.json").read_text() == "[]"
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["group.json", "new.json"]  # no temporary file left
+
+
 def test_an_empty_store_file_is_refused_with_a_hint_and_new_store_replaces_it(tmp_path):
     proto = tmp_path / "p.toml"
     proto.write_text(STORE_TOML)

@@ -121,8 +121,12 @@ def plan_fidelity(protocol_path: str, algorithm: str, against: str, *, store: st
 def reference_store_path(store: Path, reference: str, label: str) -> Path:
     """Default store of a reference's runs of one algorithm: ``<store dir>/reference-<reference>-<label>.sqlite``
     (one per algorithm, so that two algorithms' reference runs can be trained by two processes at once)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-    return store.with_name(f"reference-{reference}-{safe}.sqlite")
+    return store.with_name(f"reference-{reference}-{_file_part(label)}.sqlite")
+
+
+def _file_part(label: str) -> str:
+    """``label`` as part of a file name: letters, digits and ``-_.`` kept, anything else ``_``."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
 
 
 def _recorded_revision(path: Path, reference) -> str | None:
@@ -244,10 +248,11 @@ def run_fidelity(fr: FidelityRun, *, workers: int = 2, console=None, train_built
 
 
 def write_result(fr: FidelityRun, fidelity) -> Path:
-    """``<store dir>/fidelity-<label>-<reference>.json`` with the comparison and where its runs are."""
+    """``<store dir>/fidelity-<label>-<reference>.json`` with the comparison and where its runs are (the label
+    as in :func:`reference_store_path`'s file name)."""
     from rlaudit.io import atomic_write_text
 
-    path = fr.store.with_name(f"fidelity-{fr.label}-{fr.reference.name}.json")
+    path = fr.store.with_name(f"fidelity-{_file_part(fr.label)}-{fr.reference.name}.json")
     doc = {"protocol": str(fr.protocol.path), "protocol_hash": fr.protocol.hash, "store": str(fr.store),
            "reference_store": str(fr.reference_store), **fidelity.to_dict()}
     atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
