@@ -108,7 +108,7 @@ def fidelity_lines(protocol) -> tuple[str, ...]:
 
     out = []
     for a in protocol.algorithms:
-        for line in fidelity_warnings([a.name]):
+        for line in fidelity_warnings([a.name], settings={a.name: (dict(a.hyperparams), dict(a.policy_kwargs))}):
             out.append(line if a.label == a.name else f"{a.label} ({a.name})" + line[len(a.name):])
     return tuple(out)
 

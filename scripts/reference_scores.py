@@ -1,4 +1,5 @@
-"""Measure min-max reference scores for a protocol's tasks and print them as a ``[normalization]`` table.
+"""Measure min-max reference scores for a protocol's tasks and print them as a ``[normalization]`` table
+(with ``--random-policy``: the random policy's scores alone, as an ``[audit.random_policy]`` table).
 
 - low: the uniformly random policy's mean return, played on the protocol's own evaluation (same
   environment, step limit and episode seeds as a run's evaluation; :mod:`rlaudit.run.reference`);
@@ -9,7 +10,10 @@
   protocol that uses it should say so. Without ``--store`` the high ends are printed as ``HIGH``, to be
   replaced by a sourced reference.
 
-Usage: ``python scripts/reference_scores.py PROTOCOL [--episodes N] [--store STORE]``
+``--random-policy`` prints the low ends alone as ``[audit.random_policy]``: the audit's learned-vs-random check
+reads them while the scores stay raw (no high end needed).
+
+Usage: ``python scripts/reference_scores.py PROTOCOL [--episodes N] [--store STORE | --random-policy]``
 Exit status 2 on bad input.
 """
 
@@ -47,10 +51,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("protocol")
     ap.add_argument("--episodes", type=int, default=100, help="random-policy episodes per task (default 100)")
     ap.add_argument("--store", help="a store of the protocol's sweep: the high end is its best agent's mean")
+    ap.add_argument("--random-policy", action="store_true",
+                    help="print the random policy's scores as [audit.random_policy] (no normalisation)")
     args = ap.parse_args(argv)
     try:
         if args.episodes < 1:
             raise InputError(f"--episodes: must be at least 1, not {args.episodes}")
+        if args.random_policy and args.store:
+            raise InputError("--store: not used with --random-policy (it prints no high ends)")
         runs = plan(load_protocol(args.protocol)).runs
         first = {}
         for r in runs:  # the lowest seed's evaluation settings per task
@@ -71,7 +79,13 @@ def main(argv: list[str]) -> int:
         print(f"[{i}/{len(tasks)}] {task}: random policy {ref.mean:.3f} ± {ref.sem:.3f} (s.e.m., "
               f"{args.episodes} episodes, {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     command = f"python scripts/reference_scores.py {args.protocol} --episodes {args.episodes}" + (
-        f" --store {args.store}" if args.store else "")
+        f" --store {args.store}" if args.store else "") + (" --random-policy" if args.random_policy else "")
+    if args.random_policy:
+        print("[audit.random_policy]")
+        print("source = " + json.dumps(f"the uniformly random policy's mean return over {args.episodes} episodes "
+                                       f"of this protocol's evaluation ({command})", ensure_ascii=False))
+        print("scores = { " + ", ".join(f'"{t}" = {round(refs[t].mean, 3)}' for t in tasks) + " }")
+        return 0
     if best:
         winners = ", ".join(f"{t.split('/')[-1]}: {a}" for t, (a, _) in best.items())
         high = (f"the best algorithm's mean score at {top} env steps in this sweep ({winners}), derived from the "

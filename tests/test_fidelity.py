@@ -3,6 +3,7 @@ for Dopamine, bad input, and the whole path end to end on CartPole (both sides, 
 
 from __future__ import annotations
 
+import textwrap
 import json
 import math
 import os
@@ -107,6 +108,38 @@ def test_record_and_read_status(tmp_path):
         "IQN: its fidelity to an independent implementation is not checked",
     ]
     assert path.read_text().startswith("# Fidelity status")
+
+
+def test_a_verdict_checked_at_other_settings_says_so(tmp_path, monkeypatch):
+    """The status is about the settings of the protocol it was checked with: a report whose runs use others
+    (another network, loss, schedule) is told so, also for an 'equivalent' built-in."""
+    (tmp_path / "fid.toml").write_text(textwrap.dedent("""
+        schema_version = 1
+        name = "fid"
+        seeds = 2
+        [regimes]
+        r = 1_000
+        [[tasks]]
+        id = "CartPole-v1"
+        [[algorithms]]
+        name = "C51"
+        hyperparams = { learning_rate = 1e-4, v_max = 100.0 }
+        policy_kwargs = { net_arch = [] }
+        """))
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "status.toml"
+    record_status(_fidelity("equivalent"), "fid.toml", path)
+    same = {"C51": ({"learning_rate": 1e-4, "v_max": 100.0}, {"net_arch": []})}
+    assert fidelity_warnings(["C51"], path, same) == []
+    other = {"C51": ({"learning_rate": 1e-4, "loss": "mse"}, {"net_arch": [256, 256]})}
+    assert fidelity_warnings(["C51"], path, other) == [
+        "C51: equivalent to dopamine at 100k steps (Breakout; 3 runs a side); checked at other settings (fid.toml: "
+        "loss unset there, \"mse\" here; v_max 100.0 there, unset here; policy_kwargs.net_arch [] there, [256, 256] "
+        "here), not those of these runs"]
+    record_status(_fidelity("differs"), "gone.toml", path)
+    assert fidelity_warnings(["C51"], path, other)[0].endswith(
+        "; checked at other settings (gone.toml: its protocol is not found here, so the settings are not "
+        "compared), not those of these runs")
 
 
 def test_update_check_is_recorded_beside_the_seed_level_verdict(tmp_path):

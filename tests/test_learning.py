@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pandas as pd
 import pytest
@@ -78,6 +79,30 @@ def test_the_audit_flags_unlearned_cells_marks_claims_and_gives_aggregates_witho
     assert any(t.startswith("Nothing learned yet at 50 environment steps on t0, t1 and t2; at 100 on t2: no "
                                    "algorithm's per-task interval lies above the random policy's score") for t in findings)
     assert any(t == "Claim \u201cA beats B\u201d at 50 environment steps rests only on tasks nothing has learned yet." for t in findings)
+
+
+def test_raw_scores_are_checked_against_the_protocols_random_policy_scores():
+    """[audit.random_policy] gives the check on raw scores (MinAtar has no published normalisation): the same
+    cells as with the random policy as the normalisation's low end, since per-task intervals are raw."""
+    given = {"source": "measured, 1000 episodes", "scores": {"t0": 1.0, "t1": 1.0, "t2": 1.0, "elsewhere": 3.0}}
+    raw = run_audit(_table(), AuditSettings(reps=4_000, reps_pairwise=400, random_policy=given))
+    normed = run_audit(_table(), AuditSettings(reps=4_000, reps_pairwise=400, normalization=NORM))
+    assert raw.learning["source"] == "measured, 1000 episodes"
+    assert raw.learning["nothing_learned"] == normed.learning["nothing_learned"] != []
+    assert [c["task"] for c in raw.learning["cells"]] == [c["task"] for c in normed.learning["cells"]]
+    partial = {**given, "scores": {"t2": 1.0}}  # tasks without a score are not checked
+    res = run_audit(_table(), AuditSettings(reps=4_000, reps_pairwise=400, random_policy=partial))
+    assert res.learning["nothing_learned"] == [{"task": "t2", "budget": 50}, {"task": "t2", "budget": 100}]
+
+
+@pytest.mark.parametrize("value,what", [
+    ({"scores": {"t0": 1.0}}, "rp.source: say where"), ({"source": "x", "scores": {}}, "rp.scores: expected a table"),
+    ({"source": "x", "scores": {"t0": float("nan")}}, "rp.scores.t0: must be a finite number"),
+    ({"source": "x", "scores": {"t0": 1}, "sorce": 1}, "rp.sorce: unknown key (did you mean 'source'")])
+def test_a_bad_random_policy_table_is_named(value, what):
+    settings = AuditSettings(random_policy=value, origins={"random_policy": "rp"})
+    with pytest.raises(InputError, match="^" + re.escape(what)):
+        settings.check()
 
 
 def test_without_a_random_reference_there_is_no_learning_section():

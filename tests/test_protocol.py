@@ -137,6 +137,12 @@ def test_quickstart_protocol_is_valid():
     assert "plan:" in result.output
 
 
+RANDOM_POLICY = """
+[audit.random_policy]
+source = "measured"
+scores = { "CartPole-v1" = 22.4, "Acrobot-v1" = -499.5 }
+"""
+
 BAD = [
     ("toml syntax", GOOD.replace("seeds = 2", "seeds = = 2"), "TOML syntax error", "(at line 5, column 9)"),
     ("unknown top key", GOOD.replace("seeds = 2", "seeds = 2\nalgorithmz = 1"), "unknown top-level key 'algorithmz'",
@@ -170,6 +176,15 @@ BAD = [
     ("schema version", GOOD.replace("schema_version = 1", "schema_version = 2"), "schema_version", "not supported"),
     ("missing references", GOOD + '\n[normalization]\nmethod = "minmax"\nreferences = { "CartPole-v1" = [0, 500] }\n',
      "normalization.references", "Acrobot-v1"),
+    ("random policy of an unknown task", GOOD + RANDOM_POLICY.replace('"Acrobot-v1"', '"Acrobot-v2"'),
+     "audit.random_policy.scores", "'Acrobot-v2' is not a task of this protocol (did you mean 'Acrobot-v1'?)"),
+    ("random policy score not a number", GOOD + RANDOM_POLICY.replace("-499.5", '"low"'),
+     "audit.random_policy.scores.Acrobot-v1", "must be a finite number"),
+    ("random policy without a source", GOOD + RANDOM_POLICY.replace('source = "measured"', ""),
+     "audit.random_policy.source", "say where the random policy's scores come from"),
+    ("random policy given twice", GOOD + '\n[normalization]\nmethod = "minmax"\nlow = "random"\nreferences = { '
+     '"CartPole-v1" = [22, 500], "Acrobot-v1" = [-500, 0] }\n' + RANDOM_POLICY, "audit.random_policy",
+     "already the random policy's scores; give them once"),
 ]
 
 

@@ -220,6 +220,10 @@ def test_a_report_says_which_algorithms_are_not_shown_equivalent_to_an_independe
     lines = fidelity_lines(load_protocol(repo / "protocols" / "dqn-family-minatar.toml"))
     by_label = {line.split(":")[0]: line for line in lines}
     assert "QR-DQN (QRDQN)" in by_label and "Rainbow (Dopamine) (DopamineRainbow)" in by_label  # label and name
+    assert not any("other settings" in line for line in lines)  # checked with these very settings
+    flagship_250k = fidelity_lines(load_protocol(repo / "protocols" / "dqn-family-minatar-250k.toml"))
+    c51 = next(line for line in flagship_250k if line.startswith("C51:"))
+    assert "checked at other settings (protocols/fidelity/minatar-100k.toml: " in c51  # MLP, Huber, linear epsilon
     audit = json.loads((repo / "reports" / "quickstart" / "audit.json").read_text())
     audit["source"]["fidelity"] = ["DQN: differs from dopamine at 100k steps"]
     assert ("Fidelity", "DQN: differs from dopamine at 100k steps") in build_model(audit).setup

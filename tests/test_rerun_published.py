@@ -21,7 +21,7 @@ from rlaudit.cli import main
 from rlaudit.errors import InputError
 from rlaudit.protocol import load_protocol
 from rlaudit.protocol.loader import parse_protocol
-from rlaudit.protocol.rerun import (budget_name, closest, parse_budgets, render_protocol, scaled_settings,
+from rlaudit.protocol.rerun import (algorithm_on, budget_name, closest, parse_budgets, render_protocol, scaled_settings,
                                     section_of)
 from rlaudit.scores import ScoreMeta, ScoreTable
 from rlaudit.stats.agreement import kendall_tau, kendall_tau_rows
@@ -135,12 +135,19 @@ def test_dopamine_rerun_section_scales_to_minatar():
     assert (hp["buffer_size"], hp["learning_starts"], hp["target_update_interval"]) == (100_000, 1_000, 1_000)
     assert hp["exploration_schedule"] == "dopamine" and hp["epsilon_decay_steps"] == 250_000
     assert hp["learning_rate"] == 0.00025 and hp["loss"] == "mse" and hp["max_grad_norm"] == float("inf")
-    assert pk == {"features_extractor": "minatar", "net_arch": [], "optimizer_kwargs": {"eps": 0.0003125}}
+    assert pk == {"features_extractor": "minatar", "net_arch": []} and hp["adam_eps"] == 0.0003125
     hp_rb, pk_rb = scaled_settings(section, section.agents[2], minatar, largest=100_000)
     assert (hp_rb["learning_rate"], hp_rb["v_max"], hp_rb["n_steps"], hp_rb["per_beta_anneal"]) == (1e-4, 100.0, 3, False)
-    assert pk_rb["optimizer_kwargs"] == {"eps": 0.0003125}  # not the Atari Rainbow's 1.5e-4
-    hp_qr, _ = scaled_settings(section, section.agents[4], minatar, largest=100_000)
-    assert (hp_qr["n_quantiles"], hp_qr["n_steps"], hp_qr["prioritized"]) == (51, 1, False)
+    # the suite's adam_eps replaces the Atari Rainbow's optimizer_kwargs eps (1.5e-4), which JAX would refuse
+    assert hp_rb["adam_eps"] == 0.0003125 and "optimizer_kwargs" not in pk_rb
+    # MinAtar's quantile agent is plain QR-DQN: the built-in QRDQN, none of the Atari composition's settings
+    quantile = section.agents[4]
+    assert algorithm_on(quantile, minatar) == "QRDQN" and algorithm_on(quantile, section.suites["gymnasium"]) == "DQNFamily"
+    hp_qr, pk_qr = scaled_settings(section, quantile, minatar, largest=100_000)
+    assert hp_qr["n_quantiles"] == 51 and not {"distributional", "prioritized", "n_steps", "per_alpha"} & set(hp_qr)
+    assert "optimizer_kwargs" not in pk_qr
+    hp_iqn, _ = scaled_settings(section, section.agents[3], minatar, largest=100_000)
+    assert (hp_iqn["n_cos"], hp_iqn["cos_start"], hp_iqn["n_steps"]) == (64, 1, 1)  # Dopamine's i = 1..64
     # Classic control keeps the scaling rule: factor 500k / 50M = 0.01.
     hp_g, _ = scaled_settings(section, section.agents[0], section.suites["gymnasium"], largest=100_000)
     assert (hp_g["buffer_size"], hp_g["learning_starts"], hp_g["target_update_interval"]) == (10_000, 200, 80)
@@ -163,6 +170,13 @@ def test_dopamine_rerun_protocol_text_is_an_ordinary_rerun_protocol():
     assert all(t.kwargs == {"use_minimal_action_set": False, "clip_reward": [-1, 1]} for t in p.tasks)
     assert [d.key for d in p.deviations] == ["evaluation", "replay", "budget", "implementation"]
     assert "dqn_breakout.gin" in p.algorithms[0].source[1].text and p.algorithms[0].deviations[0].key == "loss"
+    assert [a.name for a in p.algorithms] == ["DQN", "C51", "DopamineRainbow", "IQN", "QRDQN"]
+    assert "implementation" in [d.key for d in p.algorithms[2].deviations]  # the newest revision's noisy Rainbow
+    assert p.algorithms[3].deviations == ()  # IQN's embedding is Dopamine's (cos_start = 1)
+    # the learned-vs-random check has the random policy's scores on raw MinAtar returns
+    random_policy = p.audit.extra["random_policy"]
+    assert set(random_policy["scores"]) == set(section.suites["minatar"].tasks)
+    assert random_policy["scores"]["MinAtar/SpaceInvaders-v1"] == 2.781  # full action set
     # Same options -> same text -> same hash, so the store resumes.
     assert parse_protocol(render_protocol(published, section, section.suites["minatar"], (100_000, 1_000_000), 5),
                           "again").hash == p.hash
@@ -300,6 +314,23 @@ def test_an_unregistered_counterpart_is_listed_with_the_closest_built_ins(tmp_pa
     assert result.exit_code == 2
     assert "no runnable counterpart for 1 agent: QR -> 'QRDQNN' (closest registered: QRDQN" in result.output
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_suite_may_rerun_an_agent_with_another_algorithm_and_an_unregistered_one_is_named(tmp_path):
+    path = _fixture(tmp_path)
+    text = path.read_text()
+    path.write_text(text + '[rerun.suites.gymnasium.agents.Double]\nalgorithm = "QRDQN"\nhyperparams = { n_quantiles = 5 }\n')
+    result = _cli(["validate", str(path), "--suite", "gymnasium"], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "Double -> Double (QRDQN)" in result.output  # DoubleDQN's own settings are not carried over
+    path.write_text(text + '[rerun.suites.gymnasium.agents.Double]\nalgorithm = "QRDQM"\n')
+    result = _cli(["validate", str(path), "--suite", "gymnasium"], tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "no runnable counterpart for 1 agent: Double on gymnasium -> 'QRDQM' (closest registered: QRDQN" in \
+        result.output
+    path.write_text(text + '[rerun.suites.gymnasium.agents.Adam]\nalgorithm = "DQN"\n')
+    result = _cli(["validate", str(path), "--suite", "gymnasium"], tmp_path)
+    assert result.exit_code == 2 and "rerun.suites.gymnasium.agents.Adam.algorithm: 'Adam' is not rerun" in result.output
 
 
 def test_validate_prints_the_plan_and_the_agents_not_rerun(tmp_path):

@@ -194,10 +194,14 @@ def minatar_configs(prefix: str, agent: str) -> list[str]:
     return [f"{prefix}{agent}_{g}.gin" for g in MINATAR_CONFIG_GAMES]
 
 
-def minatar_agent(hyperparams: dict, source: list[str], deviations: list[dict] | None = None, note: str = "") -> dict:
+def minatar_agent(hyperparams: dict, source: list[str], deviations: list[dict] | None = None, note: str = "",
+                  algorithm: str | None = None) -> dict:
     """A [rerun.suites.minatar.agents.<agent>] table: the agent's published MinAtar settings (Adam eps 3.125e-4
-    for every agent, replacing the Atari value the agent's own policy_kwargs carry)."""
-    out = {"hyperparams": hyperparams, "policy_kwargs": {"optimizer_kwargs": {"eps": 0.0003125}}, "source": source}
+    for every agent as ``adam_eps``, which replaces the Atari value the agent's own policy_kwargs carry), run by
+    ``algorithm`` when not the agent's own."""
+    out = {"hyperparams": {**hyperparams, "adam_eps": 0.0003125}, "source": source}
+    if algorithm:
+        out["algorithm"] = algorithm
     if deviations:
         out["deviations"] = deviations
     if note:
@@ -222,6 +226,15 @@ DOPAMINE_SUITES = {
                         "exploration_schedule": "dopamine", "epsilon_decay_steps": 250_000,
                         "exploration_final_eps": 0.01, "max_grad_norm": float("inf")},
         "evaluation": {"n_eval_episodes": 10, "deterministic": True, "epsilon": 0.001},
+        # Measured on protocols/dqn-family-minatar.toml, whose tasks (full action set) and evaluation (10 episodes,
+        # epsilon 0.001, no cap, evaluation seeds from 10,000) are this suite's: the same episodes.
+        "random_policy": {
+            "source": ("the uniformly random policy's mean return over 1000 episodes of this suite's evaluation, "
+                       "measured on protocols/dqn-family-minatar.toml, which has the same tasks and evaluation "
+                       "(python scripts/reference_scores.py protocols/dqn-family-minatar.toml --episodes 1000 "
+                       "--random-policy)"),
+            "scores": {"MinAtar/Asterix-v1": 0.503, "MinAtar/Breakout-v1": 0.487, "MinAtar/Freeway-v1": 0.12,
+                       "MinAtar/Seaquest-v1": 0.113, "MinAtar/SpaceInvaders-v1": 2.781}},
         "note": ("MinAtar (Young & Tian 2019) on the settings Obando-Ceron & Castro (2021) published for these agents "
                  "(JohanSamir/revisiting_rainbow @ 64ec8c8; Dopamine-style Rainbow @ 521a3c2): the 'minatar' network "
                  "(one 16-filter 3x3 convolution, Glorot init), replay 100k, 1,000 warm-up steps, target update every "
@@ -243,31 +256,42 @@ DOPAMINE_SUITES = {
         "agents": {
             "DQN": minatar_agent(
                 {"learning_rate": 0.00025, "loss": "mse"}, minatar_configs(MINATAR_HEAD, "dqn"),
-                [deviation("loss", "mean squared error on Breakout, Freeway, Seaquest, SpaceInvaders; Huber on Asterix",
+                note="dqn_*.gin: Adam lr 2.5e-4, eps 3.125e-4, mean squared error, no gradient clipping",
+                deviations=[deviation("loss", "mean squared error on Breakout, Freeway, Seaquest, SpaceInvaders; Huber on Asterix",
                            "mean squared error on all five", "one setting per agent; four of five games")]),
             "C51": minatar_agent(
                 {"n_atoms": 51, "v_min": -100.0, "v_max": 100.0, "learning_rate": 0.0001},
                 minatar_configs(MINATAR_HEAD, "rainbow"),
-                [deviation("implementation", "no C51 MinAtar config",
+                note="rainbow_*.gin with its other components off: 51 atoms on [-100, 100], Adam lr 1e-4, eps "
+                     "3.125e-4, 1-step",
+                deviations=[deviation("implementation", "no C51 MinAtar config",
                            "the Rainbow config with double, dueling, noisy nets, prioritized replay and n-step off; "
                            "epsilon as DQN's", "C51 is one of Dopamine's agents")]),
             "Rainbow": minatar_agent(
                 {"v_min": -100.0, "v_max": 100.0, "n_steps": 3, "per_alpha": 0.5, "per_beta": 0.5,
                  "per_beta_anneal": False, "learning_rate": 0.0001},
                 minatar_configs(MINATAR_DOPAMINE_RAINBOW, "rainbow"),
-                [deviation("init", "at this revision (flax.nn) the 3x3 convolution is a 3-D one over (1, 10, 10), so "
+                note="rainbow_*.gin at 521a3c2, Dopamine's variant: 51 atoms on [-100, 100], 3-step returns, "
+                     "prioritized replay (alpha 0.5, fixed beta 0.5), Adam lr 1e-4, eps 3.125e-4",
+                deviations=[deviation("init", "at this revision (flax.nn) the 3x3 convolution is a 3-D one over (1, 10, 10), so "
                            "its Glorot bound uses fans 27C and 432", "the 2-D fans 9C and 144 of the newest revision",
                            "one network for every agent"),
                  deviation("per_eps", "priority sqrt(loss + 1e-10)", "(loss + 1e-6) ** 0.5",
-                           "the built-in's PER epsilon")]),
+                           "the built-in's PER epsilon"),
+                 deviation("implementation", "at the newest revision (64ec8c8) the MinAtar Rainbow configs add double "
+                           "DQN, dueling and noisy nets", "Dopamine's Rainbow of 521a3c2 (C51, 3-step returns, "
+                           "prioritized replay)", "the published agent is Dopamine's Rainbow; its MinAtar config is "
+                           "the older revision's")]),
             "IQN": minatar_agent(
-                {"n_steps": 1, "n_tau": 32, "n_tau_target": 32, "n_tau_act": 32, "n_cos": 64, "kappa": 1.0,
-                 "learning_rate": 0.0001}, minatar_configs(MINATAR_HEAD, "implicit"),
-                [deviation("n_cos", "64 cosine features cos(pi i tau), i = 1..64 (Dopamine)",
-                           "i = 0..63 (the IQN paper's)", "the built-in's embedding")]),
+                {"n_steps": 1, "n_tau": 32, "n_tau_target": 32, "n_tau_act": 32, "n_cos": 64, "cos_start": 1,
+                 "kappa": 1.0, "learning_rate": 0.0001}, minatar_configs(MINATAR_HEAD, "implicit"),
+                note="implicit_*.gin: 32 + 32 tau samples, 32 for acting, 64 cosine features from i = 1, kappa 1, "
+                     "1-step, Adam lr 1e-4, eps 3.125e-4"),
             "Quantile (JAX)": minatar_agent(
-                {"n_quantiles": 51, "n_steps": 1, "prioritized": False, "learning_rate": 0.0001},
-                minatar_configs(MINATAR_HEAD, "quantile")),
+                {"n_quantiles": 51, "learning_rate": 0.0001}, minatar_configs(MINATAR_HEAD, "quantile"),
+                note="the MinAtar quantile configs are plain QR-DQN (1-step, uniform replay), so the built-in QRDQN "
+                     "reruns it, not the Atari config's DQNFamily composition",
+                algorithm="QRDQN"),
         },
     },
     "gymnasium": {

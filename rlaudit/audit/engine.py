@@ -135,12 +135,16 @@ def select(table: ScoreTable, settings: AuditSettings, claims: Sequence[Claim], 
     paired = {a: all(run_ids[(a, b)] == run_ids[(a, budgets[0])] for b in budgets) for a in table.algorithms}
     return Selection(table, norm_label, list(table.algorithms), budgets, tasks, audited, sets, raw_sets, paired,
                      findings, norm_detail=_norm_detail(norm, tasks), shapes=calibration.detect_shapes(sets, tasks),
-                     **_random_references(norm, tasks))
+                     **_random_references(norm, tasks, settings.random_policy))
 
 
-def _random_references(norm, tasks: list[str]) -> dict:
-    """``random_refs`` and ``random_source`` of a :class:`Selection` from a normalisation whose low ends are the
-    random policy's scores (else none)."""
+def _random_references(norm, tasks: list[str], given: dict | None = None) -> dict:
+    """``random_refs`` and ``random_source`` of a :class:`Selection`: the protocol's ``[audit.random_policy]``
+    (``given``) when there is one, else a normalisation's low ends when they are the random policy's scores,
+    else none."""
+    if given:
+        refs = {t: float(given["scores"][t]) for t in tasks if t in given["scores"]}
+        return {"random_refs": refs, "random_source": str(given.get("source", ""))}
     if norm is None or not getattr(norm, "low_is_random", False):
         return {}
     refs = {t: float(pair[0]) for t in tasks if (pair := norm.reference_for(t))}

@@ -25,6 +25,7 @@ FLAGS: dict[str, str] = {
     "interval_method": "--ci-method", "correction": "--correction", "budgets": "--budgets",
     "normalization": "--normalize", "runs_needed_cap": "runs_needed_cap", "power": "power",
     "min_effect": "--min-effect", "small_sample": "--small-sample", "max_seconds": "max_seconds",
+    "random_policy": "random_policy",
 }
 """Every setting and the command-line flag that sets it (the setting's name when there is no flag)."""
 
@@ -87,6 +88,10 @@ class AuditSettings:
     with the way out (fewer budgets, another correction) instead of running for hours; ``inf``: no limit. The
     command line reads it from ``RLAUDIT_AUDIT_MAX_SECONDS``. Not written to ``audit.json`` (no number depends
     on it)."""
+    random_policy: dict | None = None
+    """The random policy's raw score per task with where it comes from, ``{"source": str, "scores": {task:
+    score}}``, for the learned-vs-random check when the normalisation's low ends are not random-policy scores
+    (raw MinAtar scores, say). Protocol only: ``[audit.random_policy]``; it wins over such low ends."""
     origins: dict = field(default_factory=dict, compare=False, repr=False)
     """Where each setting not at its default came from (``{"reps": "protocol.toml: audit.reps"}``); error
     messages name it. Flags are named by :data:`FLAGS`."""
@@ -199,6 +204,8 @@ class AuditSettings:
             raise InputError(f"{w('runs_needed_cap')}: must be at least 2, got {self.runs_needed_cap}")
         if self.min_effect is not None and not self.min_effect > 0:
             raise InputError(f"{w('min_effect')}: the smallest effect of interest must be positive, got {self.min_effect}")
+        if self.random_policy is not None:
+            check_random_policy(self.random_policy, w("random_policy"))
         return self
 
     def reps_for(self, n_tests: int) -> int:
@@ -216,3 +223,23 @@ class AuditSettings:
     def higher_is_better(self, metric: str | None = None) -> bool:
         """Whether a larger value of ``metric`` (default :attr:`metric`) is better (``og``: lower is better)."""
         return (metric or self.metric) != "og"
+
+
+def check_random_policy(value, where: str) -> None:
+    """``[audit.random_policy]``: a ``source`` in words and ``scores``, a non-empty table of finite numbers."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected a table with source and scores, got {value!r}")
+    unknown = [k for k in value if k not in ("source", "scores")]
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key{did_you_mean(unknown[0], ('source', 'scores'))}; "
+                         f"expected source and scores")
+    source = value.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise InputError(f"{where}.source: say where the random policy's scores come from (a paper, or the "
+                         f"command that measured them)")
+    scores = value.get("scores")
+    if not isinstance(scores, dict) or not scores:
+        raise InputError(f"{where}.scores: expected a table of task = score, got {scores!r}")
+    for task, score in scores.items():
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            raise InputError(f"{where}.scores.{task}: must be a finite number, got {score!r}")

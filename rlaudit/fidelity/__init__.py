@@ -31,12 +31,12 @@ REVISION_KEY = "reference_revision"
 harness that wrote its runs."""
 
 
-def fidelity_warnings(algorithms, path=None) -> list[str]:
+def fidelity_warnings(algorithms, path=None, settings=None) -> list[str]:
     """See :func:`rlaudit.fidelity.status.fidelity_warnings` (the report's entry point)."""
     from rlaudit.fidelity.status import STATUS_FILE
     from rlaudit.fidelity.status import fidelity_warnings as warnings_
 
-    return warnings_(algorithms, path or STATUS_FILE)
+    return warnings_(algorithms, path or STATUS_FILE, settings)
 
 
 @dataclass(frozen=True)

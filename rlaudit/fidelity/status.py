@@ -103,12 +103,16 @@ def status_text(status: FidelityStatus, with_update: bool = True) -> str:
             f"({games}; {status.n_runs} runs a side){same}")
 
 
-def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
-    """One line for each algorithm (registry names) whose fidelity is not ``equivalent``, for a report's setup.
+def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE, settings: dict | None = None) -> list[str]:
+    """One line for each algorithm (registry names) whose fidelity is not ``equivalent`` at the settings used,
+    for a report's setup.
 
     Args:
         algorithms: registry names of the algorithms a report uses (duplicates are shown once).
         path: the status file.
+        settings: registry name -> ``(hyperparams, policy_kwargs)`` of the report's runs; a checked algorithm
+            whose settings differ from those of the protocol it was checked with gets a line saying so (even
+            when ``equivalent``: the verdict is about those settings). Names without settings are not compared.
 
     Returns:
         E.g. ``["C51: differs from Dopamine's JAX agents (dopamine-rl 4.1.2) at 100k steps on Breakout,
@@ -118,9 +122,15 @@ def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
     lines = []
     for name in dict.fromkeys(algorithms):
         s = statuses.get(name, FidelityStatus(algorithm=name, verdict="not checked"))
+        other = (settings_difference(s, *settings[name]) if settings and name in settings and s.checked
+                 else "")
+        if other:
+            other = f"; checked at other settings ({s.protocol}: {other}), not those of these runs"
         if s.verdict == "equivalent":
+            if other:
+                lines.append(f"{name}: {status_text(s, with_update=False)}{other}")
             continue
-        step = f"; update check: {s.update}" if s.update else ""
+        step = (f"; update check: {s.update}" if s.update else "") + other
         text = status_text(s, with_update=False)
         if not s.checked:
             lines.append(f"{name}: its scores are not compared with an independent implementation{step}"
@@ -132,6 +142,56 @@ def fidelity_warnings(algorithms, path: str | Path = STATUS_FILE) -> list[str]:
             lines.append(f"{name}: {text} ({s.reference_version}): equivalence not shown within {s.margin_rule}"
                          f"{step}")
     return lines
+
+
+def settings_difference(status: FidelityStatus, hyperparams: dict, policy_kwargs: dict) -> str:
+    """How ``hyperparams`` and ``policy_kwargs`` differ from those of ``status``'s algorithm in the protocol it
+    was checked with, in words (``""``: the same). The protocol path is read from the working directory, else
+    from the source checkout's root; when it is not found, or names no such algorithm, that is said instead."""
+    checked = _checked_settings(status.protocol, status.algorithm)
+    if checked is None:
+        return "its protocol is not found here, so the settings are not compared"
+    diffs = []
+    for what, mine, theirs in (("", hyperparams, checked[0]), ("policy_kwargs.", policy_kwargs, checked[1])):
+        for key in sorted(set(mine) | set(theirs)):
+            if mine.get(key, _ABSENT) != theirs.get(key, _ABSENT):
+                here = "unset" if key not in mine else _toml(mine[key])
+                there = "unset" if key not in theirs else _toml(theirs[key])
+                diffs.append(f"{what}{key} {there} there, {here} here")
+    shown = diffs[:4] + ([f"{len(diffs) - 4} more"] if len(diffs) > 4 else [])
+    return "; ".join(shown)
+
+
+_ABSENT = object()
+
+
+def _checked_settings(protocol: str, algorithm: str) -> tuple[dict, dict] | None:
+    """``(hyperparams, policy_kwargs)`` of ``algorithm`` in ``protocol`` (``None``: not found)."""
+    return _load_settings(protocol).get(algorithm) if _protocol_file(protocol) else None
+
+
+def _protocol_file(protocol: str) -> Path | None:
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if protocol and (base / protocol).is_file():
+            return base / protocol
+    return None
+
+
+def _load_settings(protocol: str) -> dict[str, tuple[dict, dict]]:
+    """Registry name -> settings of the first entry with that name in ``protocol`` (cached per path)."""
+    path = _protocol_file(protocol)
+    key = str(path)
+    if key not in _SETTINGS_CACHE:
+        from rlaudit.protocol import load_protocol
+
+        out: dict[str, tuple[dict, dict]] = {}
+        for a in load_protocol(path).algorithms:
+            out.setdefault(a.name, (dict(a.hyperparams), dict(a.policy_kwargs)))
+        _SETTINGS_CACHE[key] = out
+    return _SETTINGS_CACHE[key]
+
+
+_SETTINGS_CACHE: dict[str, dict[str, tuple[dict, dict]]] = {}
 
 
 def _toml(value) -> str:

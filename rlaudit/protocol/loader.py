@@ -161,6 +161,7 @@ def parse_protocol(text: str, where: str = "protocol", base_dir: Path | None = N
             if b not in budgets:
                 raise InputError(f"{where}: audit.budgets: {b} is not a regime budget "
                                  f"({', '.join(str(x) for x in budgets)})")
+        _check_random_policy_tasks(audit.extra.get("random_policy"), normalization, protocol_fields["tasks"], where)
 
     _delegate("rlaudit.protocol.rerun", "check_sections", doc, published, where)  # [rerun] / [rerun_of]
     canonical = {k: doc.get(k) for k in ("seeds", "budget", "regimes", "tasks", "algorithms", "evaluation", "data")}
@@ -358,6 +359,22 @@ def _check_references(norm: dict, tasks, where: str) -> None:
             if t.id not in refs:
                 raise InputError(f"{where}: normalization.references: no [low, high] for task {t.id!r}"
                                  f"{did_you_mean(t.id, refs)}")
+
+
+def _check_random_policy_tasks(given, norm, tasks, where: str) -> None:
+    """``[audit.random_policy]`` names only the protocol's tasks, and the random policy's scores are given once
+    (not also as ``[normalization]`` low ends)."""
+    if not given:
+        return
+    ids = [t.id for t in tasks]
+    for t in given["scores"]:
+        if t not in ids:
+            raise InputError(f"{where}: audit.random_policy.scores: {t!r} is not a task of this protocol"
+                             f"{did_you_mean(t, ids)}; tasks: {', '.join(ids)}")
+    spec = norm if isinstance(norm, dict) else {"method": norm}
+    if str(spec.get("low", "")).strip().lower() == "random" or str(spec.get("method", "")).strip().lower() == "atari":
+        raise InputError(f"{where}: audit.random_policy: the [normalization] low ends are already the random "
+                         f"policy's scores; give them once (drop one of the two)")
 
 
 # ------------------------------------------------------------------------------------------- helpers

@@ -30,8 +30,8 @@ RERUN_KEYS = ("reference_steps", "scaled", "exploration_steps", "seeds", "hyperp
 AGENT_KEYS = ("published", "algorithm", "label", "hyperparams", "policy_kwargs", "runnable", "note", "source",
               "deviations")
 SUITE_KEYS = ("reference_steps", "tasks", "task_kwargs", "budgets", "policy_kwargs", "hyperparams", "evaluation",
-              "normalization", "note", "source", "deviations", "agents")
-SUITE_AGENT_KEYS = ("hyperparams", "policy_kwargs", "source", "deviations", "note")
+              "normalization", "note", "source", "deviations", "agents", "random_policy")
+SUITE_AGENT_KEYS = ("algorithm", "hyperparams", "policy_kwargs", "source", "deviations", "note")
 RERUN_OF_KEYS = ("protocol", "name", "hash", "suite", "agents")
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
@@ -78,6 +78,11 @@ class SuiteAgent:
     """Differences from that source."""
     note: str = ""
     """Why these settings."""
+    algorithm: str | None = None
+    """Registered algorithm that reruns the agent on this suite instead of the agent's own (``None``: the agent's):
+    where the published agent on this suite is a plainer one (MinAtar's quantile agent is QR-DQN without the
+    Atari config's prioritized replay and n-step returns). Its settings then start from the section's and the
+    suite's, not from the agent's own hyperparameters and ``policy_kwargs``."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class RerunSuite:
     """Per published agent: its :class:`SuiteAgent` settings on this suite."""
     task_kwargs: dict = field(default_factory=dict)
     """Keyword arguments of every task on this suite (MinAtar: ``use_minimal_action_set``, ``clip_reward``)."""
+    random_policy: dict | None = None
+    """``[audit.random_policy]`` of the generated protocol: the random policy's scores on these tasks, for the
+    learned-vs-random check on raw scores (``None``: none given)."""
 
 
 @dataclass(frozen=True)
@@ -246,20 +254,39 @@ def parse_section(raw, where: str) -> RerunSection:
             _keys(sa, SUITE_AGENT_KEYS, sat)
             hp, pk = _dict(sa, "hyperparams", sat), _dict(sa, "policy_kwargs", sat)
             base = by_name[pname]
+            own = _string(sa, "algorithm", sat) or None
+            if own is not None and base.algorithm is None:
+                raise InputError(f"{sat}.algorithm: {pname!r} is not rerun (no algorithm in [[rerun.agents]]); "
+                                 f"map it there first")
+            inherited = ({}, {}) if own else (base.hyperparams, base.policy_kwargs)
             suite_agents[pname] = SuiteAgent(hp, pk, parse_source(sa.get("source"), f"{sat}.source"),
-                                             _deviations(sa.get("deviations"), f"{sat}.deviations", base.algorithm,
-                                                         {**base.hyperparams, **hp}, {**base.policy_kwargs, **pk}),
-                                             _string(sa, "note", sat))
+                                             _deviations(sa.get("deviations"), f"{sat}.deviations",
+                                                         own or base.algorithm, {**inherited[0], **hp},
+                                                         {**inherited[1], **pk}),
+                                             _string(sa, "note", sat), own)
         suites[name] = RerunSuite(name, _positive(s, "reference_steps", at, required=True), tuple(tasks), budgets,
                                   _dict(s, "policy_kwargs", at), _dict(s, "hyperparams", at),
                                   _dict(s, "evaluation", at), _table(norm, f"{at}.normalization") if norm else None,
                                   _string(s, "note", at), parse_source(s.get("source"), f"{at}.source"),
                                   parse_deviations(s.get("deviations"), f"{at}.deviations"), suite_agents,
-                                  _dict(s, "task_kwargs", at))
+                                  _dict(s, "task_kwargs", at), _random_policy(s.get("random_policy"), tasks, at))
     return RerunSection(reference, tuple(scaled), _positive(d, "exploration_steps", where), seeds,
                         _dict(d, "hyperparams", where), _dict(d, "policy_kwargs", where), tuple(agents), suites,
                         _string(d, "note", where), _string(d, "implementation", where),
                         _string(d, "published_suite", where))
+
+
+def _random_policy(value, tasks: list, at: str) -> dict | None:
+    """A suite's ``random_policy`` table, checked as the generated protocol's ``[audit.random_policy]`` is."""
+    if value is None:
+        return None
+    from rlaudit.audit.settings import check_random_policy
+
+    check_random_policy(value, f"{at}.random_policy")
+    for t in value["scores"]:
+        if t not in tasks:
+            raise InputError(f"{at}.random_policy.scores: {t!r} is not a task of this suite{did_you_mean(t, tasks)}")
+    return dict(value)
 
 
 def section_of(protocol) -> RerunSection:
@@ -361,10 +388,12 @@ def check_registered(section: RerunSection, where: str) -> None:
     from rlaudit.algorithms import list_specs
 
     names = [s.name for s in list_specs()]
-    missing = [a for a in section.runnable if a.algorithm not in names]
+    pairs = [(a.published, a.algorithm) for a in section.runnable] + [
+        (f"{a} on {s.name}", own.algorithm) for s in section.suites.values() for a, own in s.agents.items()
+        if own.algorithm]
+    missing = [(p, alg) for p, alg in pairs if alg not in names]
     if missing:
-        items = [f"{a.published} -> {a.algorithm!r} (closest registered: {', '.join(closest(a.algorithm, names))})"
-                 for a in missing]
+        items = [f"{p} -> {alg!r} (closest registered: {', '.join(closest(alg, names))})" for p, alg in missing]
         raise InputError(f"{where}.agents: no runnable counterpart for {len(missing)} agent"
                          f"{'s' if len(missing) > 1 else ''}: {'; '.join(items)}; `rlaudit algorithms` lists them")
 
@@ -387,7 +416,9 @@ def scaled_settings(section: RerunSection, agent: RerunAgent, suite: RerunSuite,
         largest: the largest budget of the rerun (the length of every nested run; sets ``exploration_fraction``).
     """
     factor = suite.reference_steps / section.reference_steps
-    hp = {**section.hyperparams, **agent.hyperparams}
+    own = suite.agents.get(agent.published)
+    replaced = own is not None and own.algorithm is not None  # another algorithm: not the agent's own settings
+    hp = {**section.hyperparams, **({} if replaced else agent.hyperparams)}
     for key in section.scaled:
         if key in hp:
             hp[key] = max(1, round(hp[key] * factor))
@@ -395,12 +426,23 @@ def scaled_settings(section: RerunSection, agent: RerunAgent, suite: RerunSuite,
         steps = max(1, round(section.exploration_steps * factor))
         hp["exploration_fraction"] = min(1.0, steps / largest)
     hp.update(suite.hyperparams)
-    pk = {**section.policy_kwargs, **suite.policy_kwargs, **agent.policy_kwargs}
-    own = suite.agents.get(agent.published)
+    pk = {**section.policy_kwargs, **suite.policy_kwargs, **({} if replaced else agent.policy_kwargs)}
     if own is not None:
         hp.update(own.hyperparams)
         pk.update(own.policy_kwargs)
+    optimizer = pk.get("optimizer_kwargs")
+    suite_eps = "adam_eps" in suite.hyperparams or (own is not None and "adam_eps" in own.hyperparams)
+    if suite_eps and hp.get("adam_eps") is not None and isinstance(optimizer, dict) and "eps" in optimizer:
+        # a suite's adam_eps replaces the Adam eps the agent's published (Atari) settings carry
+        rest = {k: v for k, v in optimizer.items() if k != "eps"}
+        pk = {**pk, "optimizer_kwargs": rest} if rest else {k: v for k, v in pk.items() if k != "optimizer_kwargs"}
     return hp, pk
+
+
+def algorithm_on(agent: RerunAgent, suite: RerunSuite) -> str:
+    """The registered algorithm that reruns ``agent`` on ``suite`` (the suite's own choice, else the agent's)."""
+    own = suite.agents.get(agent.published)
+    return own.algorithm if own is not None and own.algorithm else agent.algorithm
 
 
 def provenance_of(agent: RerunAgent, suite: RerunSuite) -> tuple[tuple, tuple]:
@@ -439,7 +481,7 @@ def render_protocol(published, section: RerunSection, suite: RerunSuite, budgets
             lines.append(f"kwargs = {_toml(suite.task_kwargs)}")
     for a in section.runnable:
         hp, pk = scaled_settings(section, a, suite, max(budgets))
-        lines += ["", "[[algorithms]]", f"name = {_toml(a.algorithm)}", f"label = {_toml(a.label)}",
+        lines += ["", "[[algorithms]]", f"name = {_toml(algorithm_on(a, suite))}", f"label = {_toml(a.label)}",
                   f"hyperparams = {_toml(hp)}", f"policy_kwargs = {_toml(pk)}"]
         source, deviations = provenance_of(a, suite)
         if source:
@@ -451,6 +493,9 @@ def render_protocol(published, section: RerunSection, suite: RerunSuite, budgets
     if suite.normalization:
         lines += ["", "[normalization]"] + [f"{k} = {_toml(v)}" for k, v in suite.normalization.items()]
     lines += ["", "[audit]", f"metric = {_toml(published.audit.metric)}"]
+    if suite.random_policy:
+        lines += ["", "[audit.random_policy]", f"source = {_toml(suite.random_policy['source'])}",
+                  f"scores = {_toml(suite.random_policy['scores'])}"]
     labels = {a.published: a.label for a in section.runnable}
     for c in published.claims:
         if c.get("better") in labels and c.get("worse") in labels:
@@ -467,9 +512,12 @@ def describe(section: RerunSection, protocol, echo) -> None:
     echo(f"rerun of published protocol {protocol.rerun_of['name']} ({protocol.rerun_of['protocol']}), suite "
          f"{protocol.rerun_of['suite']}; implementations differ from the published ones, so only orderings are "
          f"compared with the published data")
+    suite = section.suites.get(protocol.rerun_of["suite"])
     for a in section.runnable:
-        echo(f"  {a.published} -> {a.label}" + (f" ({a.algorithm})" if a.label != a.algorithm else "")
-             + (f": {a.note}" if a.note else ""))
+        alg = algorithm_on(a, suite) if suite is not None else a.algorithm
+        own = suite.agents.get(a.published) if suite is not None else None
+        note = own.note if own is not None and own.note else a.note  # this suite's reason, else the agent's
+        echo(f"  {a.published} -> {a.label}" + (f" ({alg})" if a.label != alg else "") + (f": {note}" if note else ""))
     names = [s.name for s in list_specs()]
     for a in section.not_runnable:
         echo(f"  {a.published}: not rerun, no runnable counterpart (closest built-ins: "
