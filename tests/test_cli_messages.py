@@ -230,3 +230,40 @@ def test_piped_progress_is_never_silent_for_long_while_runs_train(monkeypatch):
         d.progress(specs[0].run_id, 128)
     line = out.getvalue().strip()
     assert line.startswith(f"[0/2] running: PPO CartPole-v1 seed 0 [nested] 128/{specs[0].total_steps:,} steps; ETA ")
+
+
+JAX_SWEEP = (REPO / "tests" / "data" / "jax_sweep.toml").read_text()
+"""A protocol on backend jax: DQN, two seeds, MinAtar Breakout."""
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_an_algorithm_the_backend_cannot_run_is_refused_with_the_backends_that_can(tmp_path, command):
+    """NoisyDQN on backend jax: one line naming the algorithm, the backend and the backends that can run it."""
+    from tests.test_robustness import one_line_error
+
+    path = tmp_path / "p.toml"
+    path.write_text(JAX_SWEEP.replace('name = "DQN"', 'name = "NoisyDQN"'))
+    store = tmp_path / "s.sqlite"
+    line = one_line_error(CliRunner().invoke(main, [command, str(path), "--store", str(store)]))
+    assert line == f"error: {path}: algorithms[0].backend: NoisyDQN has no 'jax' backend; backends that can run it: sb3"
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_jax_backend_without_the_jax_extra_names_the_install(tmp_path, command):
+    """JAX not installed (simulated: jax, jaxlib, optax and pgx cannot be imported in a fresh interpreter): one line
+    naming the fix, exit 2, no traceback, nothing written."""
+    path = tmp_path / "p.toml"
+    path.write_text(JAX_SWEEP)
+    store = tmp_path / "s.sqlite"
+    code = ("import sys; sys.modules.update(dict.fromkeys(('jax', 'jaxlib', 'optax', 'pgx'))); "
+            "from rlaudit.cli import main; main(prog_name='rlaudit')")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code, command, str(path), "--store", str(store)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {path}: algorithms[0].backend: the jax backend needs JAX: pip install 'rlaudit[jax]' (jax, jaxlib, "
+        f"optax, pgx); missing here: jax, jaxlib, optax, pgx"], done.stderr
+    assert not store.exists()

@@ -5,8 +5,6 @@ dominates."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 
@@ -261,6 +259,15 @@ def test_every_agent_trains_and_evaluates(tmp_path, algo, extra):
     assert len(records) == 4 and all(len(r.returns) == 2 and all(np.isfinite(r.returns)) for r in records)
 
 
+RAINBOW = """
+[[algorithms]]
+name = "DopamineRainbow"
+hyperparams = { learning_starts = 100, buffer_size = 1000, batch_size = 8, target_update_interval = 100, exploration_fraction = 0.5, n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4 }
+policy_kwargs = { net_arch = [16] }
+"""
+"""A second entry for two-batch sweeps: Dopamine's Rainbow (the C51 head, prioritized replay, n-step returns)."""
+
+
 def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(tmp_path, monkeypatch):
     """`rlaudit run` with backend jax: two batches (DQN, Dopamine's Rainbow); Rainbow's program fails to build (as
     a compile failure would), DQN's runs finish; the store has DQN's evaluations and Rainbow's runs failed with
@@ -270,12 +277,7 @@ def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(
     from rlaudit.run.executors import LocalExecutor
     from rlaudit.store.export import export_table, store_status
 
-    text = _protocol(tmp_path).read_text() + textwrap.dedent("""
-        [[algorithms]]
-        name = "DopamineRainbow"
-        hyperparams = { learning_starts = 100, buffer_size = 1000, batch_size = 8, target_update_interval = 100, exploration_fraction = 0.5, n_atoms = 11, per_beta_anneal = false, adam_eps = 3.125e-4 }
-        policy_kwargs = { net_arch = [16] }
-        """)
+    text = _protocol(tmp_path).read_text() + RAINBOW
     path = tmp_path / "two.toml"
     path.write_text(text)
     real = training.program
@@ -312,6 +314,78 @@ def test_sweep_through_the_driver_and_store_resumes_and_survives_a_failed_batch(
     per_batch = con.execute("SELECT algorithm, count(DISTINCT cpu_time) FROM runs GROUP BY algorithm").fetchall()
     con.close()
     assert dict(per_batch) == {"DQN": 1, "DopamineRainbow": 1}
+
+
+def test_a_batch_that_fails_to_compile_in_a_worker_process_fails_its_runs_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    """The process executor (one worker; a run timeout puts the runs in worker processes): Rainbow's program fails
+    to build in the worker, its two runs are recorded failed with the error, and the same worker goes on to
+    train DQN's batch."""
+    from rlaudit.run import driver, executors
+    from rlaudit.store.export import failures, store_status
+    from tests import worker_hooks
+
+    path = tmp_path / "two.toml"
+    path.write_text(_protocol(tmp_path).read_text() + RAINBOW)
+    monkeypatch.setattr(executors, "_worker_main", worker_hooks.failing_c51_worker)
+    store = tmp_path / "store.sqlite"
+    with pytest.raises(Exception, match="2 of 4 runs failed"):
+        driver.run_plan(_plan(path), store, executors.LocalExecutor(workers=1, run_timeout=3600))
+    status = store_status(store).set_index("algorithm")
+    assert (status.loc["DQN", "done"], status.loc["DopamineRainbow", "failed"]) == (2, 2)
+    errors = dict(failures(store))
+    assert len(errors) == 2 and all(worker_hooks.SIMULATED_COMPILE_FAILURE in e and "whole batch failed" in e
+                                    for e in errors.values()), errors
+    import sqlite3
+
+    con = sqlite3.connect(store)
+    workers = {w for (w,) in con.execute("SELECT worker FROM runs")}
+    con.close()
+    assert workers == {"w1"}  # the worker that saw the failure trained the next batch
+
+
+def test_a_killed_driver_with_a_batch_in_flight_resumes(tmp_path):
+    """SIGKILL `rlaudit run` once the batch's two runs are `running` in the store (inline: the batch trains in the
+    driver); the next `rlaudit run` retries both, and they finish with their evaluations."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+    from tests.test_run import _statuses
+
+    path = _protocol(tmp_path)
+    store = tmp_path / "store.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(path), "--store", str(store), "--workers",
+                             "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    try:
+        deadline = time.monotonic() + 120
+        while sorted(_statuses(store).values()) != ["running", "running"] and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    assert sorted(_statuses(store).values()) == ["running", "running"]
+    result = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert "2 done, 0 failed, 0 skipped" in result.stderr, result.stderr
+    con = sqlite3.connect(store)
+    runs = con.execute("SELECT status, attempts FROM runs").fetchall()
+    evals = con.execute("SELECT run_id, env_steps FROM evaluations ORDER BY run_id, env_steps").fetchall()
+    con.close()
+    assert runs == [("done", 2), ("done", 2)]
+    assert [steps for _, steps in evals] == [300, 600, 300, 600]
 
 
 # ------------------------------------------------------------------------------------------ validation

@@ -8,6 +8,7 @@ for the same protocol and seeds: the Ray stores must hold the same evaluations, 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ from ray_cluster import BIN, ENV, LoopbackCluster, loopback_unavailable  # noqa:
 DATA = Path(__file__).parent / "data"
 SWEEP = DATA / "ray_sweep.toml"
 PLUGIN = DATA / "ray_plugin.toml"
+JAX_SWEEP = DATA / "jax_sweep.toml"  # backend jax: one batch of two seeds
 PLUGIN_DIR = DATA / "ray_plugin"
 RLAUDIT = str(BIN / "rlaudit")
 N_EVALS = 4  # ray_sweep.toml: evaluations at 500, 1000, 1500 and 2000 env steps
@@ -298,6 +300,34 @@ def test_router_drops_late_events_of_a_lost_attempt():
     assert router.node_of("r3") == "unknown node"
 
 
+def test_run_timeout_counts_once_per_run_of_a_batch():
+    """A batch of two runs in one Ray task (a JAX batch's seeds) gets run_timeout twice over; a lone run once.
+    After 5 s at a 3 s limit only the lone run's task is cancelled and recorded timed out."""
+    from types import SimpleNamespace
+
+    from rlaudit.run.ray_executor import RayExecutor, _EventRouter
+
+    sink, cancelled = FakeSink(), []
+    sink.failed = lambda run_id, error: sink.calls.append(("failed", run_id, error))
+    router = _EventRouter(sink, lambda node, what: None)
+    router.dispatch([("start", r, "a", "n1 pid 1", "n1") for r in ("b0", "b1", "alone")])
+    router.started_at = {r: time.monotonic() - 5 for r in router.started_at}
+    executor = RayExecutor.__new__(RayExecutor)
+    executor.run_timeout, executor.node_counts = 3.0, {}
+    pending = {"batch-ref": (SimpleNamespace(run_id="b0"), SimpleNamespace(run_id="b1")),
+               "alone-ref": (SimpleNamespace(run_id="alone"),)}
+    ray = SimpleNamespace(cancel=lambda ref, force: cancelled.append(ref))
+    executor._stop_overdue(ray, pending, router, sink)
+    assert cancelled == ["alone-ref"] and list(pending) == ["batch-ref"]
+    assert [c[:2] for c in sink.calls if c[0] == "failed"] == [("failed", "alone")]
+    router.started_at = {r: time.monotonic() - 7 for r in router.started_at}
+    executor._stop_overdue(ray, pending, router, sink)
+    assert cancelled == ["alone-ref", "batch-ref"] and not pending
+    failed = {c[1]: c[2] for c in sink.calls if c[0] == "failed"}
+    assert failed["b1"].startswith("RunTimedOut: b1 ran past the run timeout of 3 s (6 s for its batch of 2 runs "
+                                   "trained together); worker n1 pid 1 was stopped")
+
+
 def test_check_reachable_answers_fast(tmp_path):
     """A closed port and a port that is not a Ray GCS are refused within seconds (ray.init alone would retry
     them for minutes). Loopback only: the listener is on 127.0.0.1."""
@@ -451,3 +481,28 @@ def test_run_timeout_stops_a_ray_run_and_the_sweep_goes_on(cluster, tmp_path):
     while cluster.task_pids("rlaudit:CartPole") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert cluster.task_pids("rlaudit:CartPole") == {}
+
+
+def test_a_jax_batch_is_one_ray_task(cluster, tmp_path):
+    """backend jax under --executor ray: the two seeds of one entry train in one task (one worker process, one
+    compiled program); both runs are done with an evaluation at each budget, the same numbers as the local
+    executor's."""
+    from rlaudit.run.backends.jax import missing_dependency
+
+    if missing_dependency():
+        pytest.skip(missing_dependency())
+    store = tmp_path / "store.sqlite"
+    done = ray_run(cluster, [str(JAX_SWEEP), "--store", str(store)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 done, 0 failed" in done.stderr and "ray nodes used: 1" in done.stderr, done.stderr
+    status = runs(store)
+    assert [r["status"] for r in status.values()] == ["done", "done"]
+    workers = {r["worker"] for r in status.values()}
+    assert len(workers) == 1 and " pid " in workers.pop()  # one Ray worker process trained both seeds
+    got = evaluations(store)
+    assert {rid: [e[0] for e in evals] for rid, evals in got.items()} == {rid: [300, 600] for rid in status}
+    assert all(len(returns) == 2 and all(map(math.isfinite, returns)) for evals in got.values()
+               for _, returns, _ in evals)
+    local = local_run([str(JAX_SWEEP), "--store", str(tmp_path / "local.sqlite"), "-j", "1"], cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    assert evaluations(tmp_path / "local.sqlite") == got

@@ -203,6 +203,51 @@ def test_pool_survives_a_worker_killed_mid_run():
     assert sorted(e[1] for e in sink.events if e[0] == "finished") == ["good0", "good1"]
 
 
+class _TimedSink(_Sink):
+    """Also notes when each run started and ended (monotonic seconds)."""
+
+    def __init__(self):
+        super().__init__()
+        self.at: dict[tuple[str, str], float] = {}
+
+    def started(self, run_id, worker):
+        super().started(run_id, worker)
+        self.at["started", run_id] = time.monotonic()
+
+    def finished(self, result):
+        super().finished(result)
+        self.at["ended", result.run_id] = time.monotonic()
+
+    def failed(self, run_id, error):
+        super().failed(run_id, error)
+        self.at["ended", run_id] = time.monotonic()
+
+
+def test_a_batch_of_runs_gets_the_run_timeout_once_per_run(monkeypatch):
+    """run_timeout 3 s. A batch of two runs trained together (as a JAX batch's seeds) that takes 4.5 s finishes:
+    its limit is 6 s, not one run's 3 s. A batch of two that never ends is stopped at 6 s, each run recorded
+    timed out with the batch's limit; a single run keeps its 3 s."""
+    from rlaudit.run import backends, executors
+    from tests import worker_hooks
+
+    monkeypatch.setitem(backends.BACKENDS, worker_hooks.SLEEPING, "tests.worker_hooks:SleepingBackend")
+    monkeypatch.setitem(backends._instances, worker_hooks.SLEEPING, worker_hooks.SleepingBackend())
+    monkeypatch.setattr(executors, "_worker_main", worker_hooks.sleeping_backend_worker)
+    fast = worker_hooks.sleeping_specs("fast", 2, sleep=4.5)
+    stuck = worker_hooks.sleeping_specs("stuck", 2, sleep=3600)
+    alone = worker_hooks.sleeping_specs("alone", 1, sleep=3600)
+    sink = _TimedSink()
+    executors.LocalExecutor(workers=3, run_timeout=3).run([*fast, *stuck, *alone], sink)
+    assert sorted(e[1] for e in sink.events if e[0] == "finished") == ["fast0", "fast1"]
+    errors = {e[1]: e[2] for e in sink.events if e[0] == "failed"}
+    assert sorted(errors) == ["alone0", "stuck0", "stuck1"]
+    assert errors["stuck1"].startswith("RunTimedOut: stuck1 ran past the run timeout of 3 s (6 s for its batch of 2 "
+                                       "runs trained together); worker w"), errors["stuck1"]
+    assert errors["alone0"].startswith("RunTimedOut: alone0 ran past the run timeout of 3 s; worker w")
+    took = {r: sink.at["ended", r] - sink.at["started", r] for r in ("stuck0", "alone0")}
+    assert 6 <= took["stuck0"] < 30 and 3 <= took["alone0"] < 6, took
+
+
 def test_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path):
     path = tmp_path / "f.toml"
     path.write_text("""

@@ -46,7 +46,8 @@ def _print_plan(plan_, specs, store_path: Path, workers: int, recorded: dict, ec
          + (f", epsilon {ev.epsilon}" if ev.epsilon else "")
          + (f", also every {ev.eval_every:,} steps" if ev.eval_every else ""))
     if p.run_timeout:
-        echo(f"  run timeout: {format_duration(p.run_timeout)} per run (a run past it is stopped, recorded timed out)")
+        echo(f"  run timeout: {format_duration(p.run_timeout)} per run (a run past it is stopped, recorded timed out; a "
+             f"batch of runs trained together, a JAX batch's seeds, gets it once per run)")
     from rlaudit.protocol.provenance import describe
 
     describe(p, echo)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from rlaudit.errors import InputError, did_you_mean
-from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, timed_out_error
+from rlaudit.run.spec import EvalRecord, RunResult, RunSpec, batch_timeout, timed_out_error
 
 BATCH_FAILED = "the whole batch failed"
 """Added to the error of each run of a multi-run batch that raised (a JAX compile failure, say)."""
@@ -123,11 +123,14 @@ class LocalExecutor:
     interpreter to start, so the overhead over a plain stable-baselines3 script is the evaluation only. With a
     ``run_timeout`` every run is in a worker process, which is killed when the run passes the limit (a learner
     stuck in native code or an endless loop cannot be interrupted any other way); the run is recorded as timed
-    out and a fresh worker takes the next run.
+    out and a fresh worker takes the next run. A batch of runs trained together (a JAX batch's seeds) is one
+    worker's task: it gets ``run_timeout`` per run (:func:`~rlaudit.run.spec.batch_timeout`) from the worker's
+    start of it, compilation included, and past that every run of it is recorded timed out.
 
     Args:
         workers: number of worker processes (default: the cores available, capped at the number of runs).
-        run_timeout: wall-time limit of one run in seconds, from the worker's start of it (``None``: none).
+        run_timeout: wall-time limit of one run in seconds, from the worker's start of it (``None``: none); a
+            batch of n runs gets n times it.
     """
 
     name = "local"
@@ -191,7 +194,9 @@ class LocalExecutor:
             tasks.put(None)
         procs: dict[str, mp.process.BaseProcess] = {}
         current: dict[str, list[str]] = {}  # worker -> run ids of the batch in progress
-        began: dict[str, float] = {}  # worker -> when its current run started (monotonic)
+        began: dict[str, float] = {}  # worker -> when its current batch started (monotonic)
+        n_runs = {s.run_id: len(b) for b in batches for s in b}  # run id -> runs of its batch
+        width: dict[str, int] = {}  # worker -> runs of its current batch
         stopped: set[str] = set()  # runs whose worker was killed at the timeout: their late events are dropped
         counter = 0
 
@@ -217,6 +222,7 @@ class LocalExecutor:
                 _, run_id, worker = ev
                 if not current[worker]:  # the first run of a batch
                     began[worker] = time.monotonic()
+                    width[worker] = n_runs[run_id]
                 current[worker].append(run_id)
                 sink.started(run_id, worker)
             elif kind == "record":
@@ -240,7 +246,7 @@ class LocalExecutor:
                 return
             now = time.monotonic()
             for name, run_ids in list(current.items()):
-                if not run_ids or now - began.get(name, now) <= self.run_timeout:
+                if not run_ids or now - began.get(name, now) <= batch_timeout(self.run_timeout, width[name]):
                     continue
                 p = procs.pop(name)
                 current.pop(name)
@@ -249,7 +255,7 @@ class LocalExecutor:
                 for run_id in run_ids:
                     stopped.add(run_id)
                     remaining.discard(run_id)
-                    sink.failed(run_id, timed_out_error(run_id, self.run_timeout, name))
+                    sink.failed(run_id, timed_out_error(run_id, self.run_timeout, name, width[name]))
                 spawn()  # takes the stop marker the killed worker never read
 
         def check_workers() -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from rlaudit.errors import InputError
 from rlaudit.io import loads_nested
 from rlaudit.run.executors import EventSink, check_run_timeout
-from rlaudit.run.spec import RunSpec, timed_out_error
+from rlaudit.run.spec import RunSpec, batch_timeout, timed_out_error
 
 RUNTIME_ENV_VAR = "RLAUDIT_RAY_RUNTIME_ENV"
 """Environment variable read when no ``runtime_env`` is given: JSON text, or a ``.json``/``.yaml`` file."""
@@ -354,10 +354,10 @@ class _EventRouter:
         """Whether ``attempt`` is the latest attempt of ``run_id`` seen."""
         return run_id in self.live and self.live[run_id][0] == attempt
 
-    def overdue(self, run_ids, limit: float) -> list[str]:
-        """Runs of ``run_ids`` whose latest attempt started more than ``limit`` seconds ago."""
+    def overdue(self, limits: dict[str, float]) -> list[str]:
+        """Runs of ``limits`` (run id -> seconds) whose latest attempt started more than their limit ago."""
         now = time.monotonic()
-        return [r for r in run_ids if r in self.started_at and now - self.started_at[r] > limit]
+        return [r for r, limit in limits.items() if r in self.started_at and now - self.started_at[r] > limit]
 
     def stop(self, run_id: str) -> None:
         """Forget ``run_id``'s attempt: its late events are dropped (:meth:`is_live` is false from now on)."""
@@ -383,7 +383,9 @@ class RayExecutor:
         runtime_env: Ray runtime environment for the workers (dict, JSON text or ``.json``/``.yaml`` path),
             e.g. ``{"working_dir": "plugins/"}``; default: the ``RLAUDIT_RAY_RUNTIME_ENV`` variable.
         run_timeout: wall-time limit of one run in seconds from its worker's start of it (``None``: none); a run
-            past it has its task cancelled (the worker process is killed) and is recorded timed out.
+            past it has its task cancelled (the worker process is killed) and is recorded timed out. A batch of n
+            runs trained together in one task (a JAX batch's seeds) gets n times it
+            (:func:`~rlaudit.run.spec.batch_timeout`).
     """
 
     name = "ray"
@@ -637,20 +639,22 @@ class RayExecutor:
             sink.failed(spec.run_id, error)
 
     def _stop_overdue(self, ray, pending: dict, router: _EventRouter, sink: EventSink) -> None:
-        """Cancel (force: the worker process is killed) every batch past ``run_timeout`` and record its runs timed
-        out; the sweep goes on with the others."""
+        """Cancel (force: the worker process is killed) every batch past its limit (``run_timeout`` per run of it,
+        :func:`~rlaudit.run.spec.batch_timeout`) and record its runs timed out; the sweep goes on with the others."""
         by_run = {batch[0].run_id: ref for ref, batch in pending.items()}
-        for first in router.overdue(by_run, self.run_timeout):
+        limits = {batch[0].run_id: batch_timeout(self.run_timeout, len(batch)) for batch in pending.values()}
+        for first in router.overdue(limits):
             ref = by_run[first]
             worker, node = router.live[first][1], router.node_of(first)
             try:
                 ray.cancel(ref, force=True)
             except Exception:  # noqa: BLE001 - the task may have just finished or its node be gone
                 pass
-            for spec in pending.pop(ref):
+            batch = pending.pop(ref)
+            for spec in batch:
                 router.stop(spec.run_id)
                 self._count(node, "failed")
-                sink.failed(spec.run_id, timed_out_error(spec.run_id, self.run_timeout, worker))
+                sink.failed(spec.run_id, timed_out_error(spec.run_id, self.run_timeout, worker, len(batch)))
 
     def _inbox_lost(self, ray, pending: dict, router: _EventRouter, sink: EventSink, exc: BaseException) -> None:
         """The inbox actor died (killed, or its node lost): the events of every unfinished run are gone with

@@ -15,9 +15,19 @@ TIMED_OUT = "RunTimedOut"
 failed run (retried by the next ``rlaudit run``), ``rlaudit status`` counts it as timed out."""
 
 
-def timed_out_error(run_id: str, seconds: float, worker: str) -> str:
-    """The error recorded for ``run_id`` stopped after ``seconds`` on ``worker``."""
-    return (f"{TIMED_OUT}: {run_id} ran past the run timeout of {seconds:g} s; worker {worker} was stopped "
+def batch_timeout(run_timeout: float, n_runs: int) -> float:
+    """Wall-time limit of a batch of ``n_runs`` runs trained together in one process (the seeds of a JAX program):
+    ``run_timeout`` per run, ``n_runs * run_timeout`` in all. A batch does the work of its runs, so a limit set
+    for one run must not stop a batch of five that takes no longer than its runs one after another would."""
+    return run_timeout * max(n_runs, 1)
+
+
+def timed_out_error(run_id: str, seconds: float, worker: str, n_runs: int = 1) -> str:
+    """The error recorded for ``run_id`` stopped on ``worker`` after ``seconds`` (the run timeout), or after
+    :func:`batch_timeout` when it trained in a batch of ``n_runs`` runs."""
+    batch = (f" ({batch_timeout(seconds, n_runs):g} s for its batch of {n_runs} runs trained together)"
+             if n_runs > 1 else "")
+    return (f"{TIMED_OUT}: {run_id} ran past the run timeout of {seconds:g} s{batch}; worker {worker} was stopped "
             f"(raise run_timeout / --run-timeout if the run needs longer)")
 
 
