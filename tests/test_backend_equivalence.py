@@ -1,7 +1,7 @@
 """The SB3 and JAX backends on one protocol: the same algorithm, settings and evaluations, per-seed scores
 compared (scripts/compare_backends.py: bootstrap interval of the difference of means, Welch, TOST).
 
-The fast test trains 2 seeds a side for 1,500 steps (both near the random policy: it checks the path and that
+The fast test trains 2 seeds a side for 3,000 steps (both near the random policy: it checks the path and that
 nothing is grossly apart); the slow one is the recorded check of docs/backends.md (10 seeds a side, 40k steps).
 """
 
@@ -32,7 +32,7 @@ name = "equivalence-fast"
 seeds = 2
 
 [regimes]
-low = 1_500
+low = 3_000
 
 [[tasks]]
 id = "MinAtar/Breakout-v1"
@@ -87,7 +87,7 @@ def test_both_backends_in_one_protocol_compare_per_seed(tmp_path, capsys):
     assert len(rows) == 1
     row = rows[0]
     assert (row["label"], row["task"], row["budget"], row["n_a"], row["n_b"]) == \
-        ("DQN (sb3)", "MinAtar/Breakout-v1", 1500, 2, 2)
+        ("DQN (sb3)", "MinAtar/Breakout-v1", 3000, 2, 2)
     assert row["interval"][0] <= row["difference"] <= row["interval"][1]
     assert row["smallest_margin"] >= abs(row["difference"])
     assert row["verdict"] != "different" and abs(row["difference"]) < 2.0
