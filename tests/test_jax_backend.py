@@ -1,7 +1,7 @@
-"""The JAX backend: pgx's MinAtar against the ``minatar`` package, the agents' maths, training end to end through
-the driver and the store, determinism, failures, and validation. Skipped with a reason when the ``jax`` extra
-is not installed (``make test`` installs it). Kept to tiny networks and a few hundred steps: compile time
-dominates."""
+"""The JAX backend: pgx's MinAtar against the ``minatar`` package, the JAX CartPole against gymnasium's, the
+agents' maths, training end to end through the driver and the store, determinism, failures, and validation.
+Skipped with a reason when the ``jax`` extra is not installed (``make test`` installs it). Kept to tiny networks
+and a few hundred steps: compile time dominates."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_pgx_minatar_matches_the_minatar_package_step_for_step(game):
     terminations. Breakout's only randomness is the ball's start (2 ways): pgx's is matched to minatar's by key."""
     from minatar import Environment
 
-    from rlaudit.run.backends.jax.envs import pgx_game
+    from rlaudit.run.backends.jax.minatar import pgx_game
 
     env = pgx_game(game)
     step, init = jax.jit(env.step), jax.jit(env.init)
@@ -108,7 +108,7 @@ def test_sticky_actions_are_remembered_across_episodes_as_minatar_does():
     """With sticky probability 1 every step repeats the remembered action; the wrapper keeps it across a reset
     (pgx's own sticky action restarts at 0, the minatar package's does not)."""
     from rlaudit.run.backends.jax.config import AgentConfig
-    from rlaudit.run.backends.jax.envs import MinAtarEnv
+    from rlaudit.run.backends.jax.minatar import MinAtarEnv
 
     cfg = _config(sticky_action_prob=1.0, max_episode_steps=3)
     env = MinAtarEnv(cfg)
@@ -128,6 +128,59 @@ def test_sticky_actions_are_remembered_across_episodes_as_minatar_does():
         assert int(state.last_action) == action and int(state.episode_steps) == (i + 1) % 3
 
 
+def _balancing_action(obs, rng) -> int:
+    """A cart-pole controller that keeps the pole up for 500 steps (one action in ten uniform)."""
+    if rng.random() < 0.1:
+        return int(rng.integers(2))
+    return int(obs[2] + 0.5 * obs[3] + 0.05 * obs[0] + 0.1 * obs[1] > 0)
+
+
+def test_jax_cartpole_matches_gymnasium_step_for_step():
+    """gymnasium's CartPole-v1 (its TimeLimit included) against the JAX one over 8 episodes, the same actions:
+
+    - uniform random actions, gymnasium started from the JAX episode's first state and left to run: rewards,
+      terminations and observations agree along whole episodes (within 1e-3: float32 rounding, gymnasium steps
+      float64, amplified by the unstable dynamics; measured ~3e-4 at worst on theta_dot over 20,000 steps);
+    - a balancing controller up to the 500-step limit (episodes 4 and 8), gymnasium set to the JAX state before
+      every step (open loop the two would part: a 1e-7 difference grows ~e^4 a second): truncations at 500.
+
+    Every step, gymnasium stepped from the JAX state gives its observation to float32 rounding (~1 ulp)."""
+    import gymnasium
+
+    from rlaudit.run.backends.jax.envs import make_env
+
+    env = make_env(_cartpole_config())
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    ref, probe = gymnasium.make("CartPole-v1"), gymnasium.make("CartPole-v1").unwrapped
+    rng = np.random.default_rng(0)
+    state, obs = reset(jax.random.PRNGKey(0))
+    ref.reset(seed=0)
+    ref.unwrapped.state = np.asarray(obs, np.float64)
+    one_step, along, lengths, t = 0.0, 0.0, [], 0
+    while len(lengths) < 8:
+        balance = len(lengths) % 4 == 3
+        action = _balancing_action(np.asarray(obs), rng) if balance else int(rng.integers(2))
+        probe.reset(seed=0)
+        probe.state = np.asarray(state.physics, np.float64)
+        probe_obs, *_ = probe.step(action)
+        if balance:
+            ref.unwrapped.state = np.asarray(state.physics, np.float64)
+        ref_obs, reward, terminated, truncated, _ = ref.step(action)
+        state, obs, tr = step(state, jnp.int32(action), jax.random.PRNGKey(t + 1))
+        t += 1
+        one_step = max(one_step, float(np.abs(np.asarray(tr.next_obs) - probe_obs).max()))
+        along = max(along, float(np.abs(np.asarray(tr.next_obs) - ref_obs).max()))
+        assert (float(tr.reward), bool(tr.done), bool(tr.timeout)) == (reward, terminated or truncated,
+                                                                       truncated and not terminated), f"step {t}"
+        if terminated or truncated:
+            lengths.append((ref._elapsed_steps, truncated))
+            ref.reset()
+            ref.unwrapped.state = np.asarray(obs, np.float64)
+    assert [n for n, truncated in lengths if truncated] == [500, 500] and sum(n for n, _ in lengths) == t > 1000
+    assert one_step <= 5e-7, one_step
+    assert along <= 1e-3, along
+
+
 def _config(**over):
     from rlaudit.run.backends.jax.config import agent_config
     from rlaudit.run.spec import AlgoSpec, RunSpec, TaskSpec
@@ -141,6 +194,14 @@ def _config(**over):
     hp = {"buffer_size": 64, "batch_size": 4, **over}
     algo = AlgoSpec(name, "x", tuple(sorted(hp.items())), tuple(sorted(pk.items())), "jax")
     return agent_config(RunSpec("r", "h", task, algo, 0, (100,)))
+
+
+def _cartpole_config():
+    from rlaudit.run.backends.jax.config import agent_config
+    from rlaudit.run.spec import AlgoSpec, RunSpec, TaskSpec
+
+    algo = AlgoSpec("DQN", "x", (("batch_size", 4), ("buffer_size", 64)), (("net_arch", [8]),), "jax")
+    return agent_config(RunSpec("r", "h", TaskSpec("CartPole-v1", "gymnasium", ()), algo, 0, (100,)))
 
 
 # ------------------------------------------------------------------------------------------ maths
@@ -242,6 +303,91 @@ def test_dqn_trains_a_batch_of_seeds_and_is_deterministic(tmp_path):
     moved, _ = _train(specs[1:])
     assert {(r.run_id, r.env_steps): (r.returns, r.lengths) for r in moved if r.run_id == specs[1].run_id} == \
         {k: v for k, v in by_run.items() if k[0] == specs[1].run_id}
+
+
+CARTPOLE = """
+schema_version = 1
+name = "jax-cartpole"
+seeds = 2
+backend = "jax"
+
+[regimes]
+low = 1000
+high = 2000
+
+[[tasks]]
+id = "{task}"
+suite = "gymnasium"
+
+[[algorithms]]
+name = "DQN"
+hyperparams = {{ learning_starts = 200, buffer_size = 2000, batch_size = 16, target_update_interval = 100, exploration_fraction = 0.5 }}
+policy_kwargs = {{ net_arch = [16] }}
+
+[evaluation]
+n_eval_episodes = 2
+"""
+
+
+def test_dqn_on_jax_cartpole_runs_through_rlaudit_run_and_is_deterministic(tmp_path, monkeypatch):
+    """`rlaudit run` of a jax-backend protocol on CartPole-v1 (DQN, 2 seeds in one batch, 2,000 steps): both runs
+    done with an evaluation at each budget (gymnasium's CartPole, greedy), and a second store from the same
+    protocol has the same numbers."""
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # measured steps/s stay out of the user's cache
+    path = tmp_path / "cartpole.toml"
+    path.write_text(CARTPOLE.format(task="CartPole-v1"))
+    evaluations = []
+    for store in (tmp_path / "a.sqlite", tmp_path / "b.sqlite"):
+        result = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
+        assert result.exit_code == 0, result.output
+        assert "2 done, 0 failed, 0 skipped" in result.stderr, result.stderr
+        con = sqlite3.connect(store)
+        evaluations.append(con.execute("SELECT run_id, env_steps, returns, lengths FROM evaluations "
+                                       "ORDER BY run_id, env_steps").fetchall())
+        con.close()
+    assert [(run_id.split("__")[2], steps) for run_id, steps, *_ in evaluations[0]] == \
+        [("0", 1000), ("0", 2000), ("1", 1000), ("1", 2000)], evaluations[0]
+    assert evaluations[0] == evaluations[1]
+
+
+def test_validate_refuses_a_gymnasium_task_the_jax_backend_does_not_implement(tmp_path):
+    """Acrobot-v1 on backend jax: exit 2, one line naming the task, what the backend runs and who can."""
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    path = tmp_path / "acrobot.toml"
+    path.write_text(CARTPOLE.format(task="Acrobot-v1"))
+    result = CliRunner().invoke(main, ["validate", str(path), "--store", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1, result.output
+    assert result.output.startswith(f"error: {path}: tasks[0]: the jax backend does not implement gymnasium "
+                                    "'Acrobot-v1'; it runs minatar MinAtar/Asterix-v0, MinAtar/Asterix-v1, ")
+    assert result.output.endswith(", MinAtar/SpaceInvaders-v1; gymnasium CartPole-v1; backends that can: sb3\n")
+
+
+@pytest.mark.parametrize("change,message", [
+    (("net_arch = [16]", "net_arch = [16], features_extractor = 'minatar'"),
+     "algorithms[0].policy_kwargs.features_extractor: 'minatar' does not fit gymnasium 'CartPole-v1' (its "
+     "observations take 'flatten'); backends that can: sb3"),
+    (('suite = "gymnasium"', 'suite = "gymnasium"\nkwargs = { sutton_barto_reward = true }'),
+     "tasks[0].kwargs.sutton_barto_reward: not implemented by the jax backend's CartPole-v1 (it takes no kwargs); "
+     "backends that can: sb3"),
+])
+def test_validate_refuses_what_the_jax_cartpole_does_not_implement(tmp_path, change, message):
+    from rlaudit.protocol import check_runnable, load_protocol
+
+    path = tmp_path / "cartpole.toml"
+    path.write_text(CARTPOLE.format(task="CartPole-v1").replace(*change))
+    with pytest.raises(InputError) as err:
+        check_runnable(load_protocol(path))
+    assert message in str(err.value)
 
 
 # One compiled program per case, ~10-20 CPU-s each: plain DQN trains in the determinism test, the C51 head (as
@@ -398,8 +544,9 @@ def test_a_killed_driver_with_a_batch_in_flight_resumes(tmp_path):
     (("exploration_fraction = 0.5", "exploration_fraction = 0.5, replay_buffer_class = 'x'"),
      "replay_buffer_class: not implemented by the jax backend for 'DQN'; backends that can: sb3"),
     (('id = "MinAtar/Breakout-v1"\nsuite = "minatar"\nkwargs = { use_minimal_action_set = false }',
-      'id = "CartPole-v1"'),
-     "tasks[0]: the jax backend runs MinAtar tasks only (pgx), not gymnasium 'CartPole-v1'; backends that can: sb3"),
+      'id = "CartPole-v0"'),
+     "tasks[0]: the jax backend does not implement gymnasium 'CartPole-v0' (did you mean 'CartPole-v1'?); it runs "
+     "minatar MinAtar/Asterix-v0, "),
     (("use_minimal_action_set = false", "difficulty_ramping = false"), "pgx's MinAtar always ramps"),
     (("net_arch = [16]", "net_arch = [16], features_extractor = 'minatr'"),
      "unknown extractor 'minatr' (did you mean 'minatar'?)"),

@@ -123,8 +123,8 @@ def test_validate_prints_plan(tmp_path):
     assert result.exit_code == 0, result.output
     assert "plan: 8 runs (8 nested, 0 separate), 32,000 env steps in total" in result.output
     assert "estimate: about" in result.output and "on backend sb3" in result.output
-    # the plan's cost on the other backend, or why it cannot run it (CartPole: the jax backend runs MinAtar only,
-    # or its extra is not installed)
+    # the plan's cost on the other backend, or why it cannot run it (PPO has no jax backend, and Acrobot-v1 no JAX
+    # environment; or the extra is not installed)
     other = next(line for line in result.output.splitlines() if line.startswith("  on backend jax: "))
     assert other.startswith("  on backend jax: cannot run this plan (") and other.endswith(")")
     assert before == after  # validate writes nothing

@@ -2,9 +2,10 @@
 
 ``backend = "jax"`` on an ``[[algorithms]]`` entry (or at the top of a protocol) trains its runs here instead
 of through stable-baselines3: DQN, DoubleDQN, DuelingDQN, PrioritizedDQN (and DQNFamily's combinations of
-double, dueling, prioritized, n-step), C51, QR-DQN, IQN and Dopamine's Rainbow, in JAX with optax, on MinAtar
-through pgx. The runs of one entry that differ only in their seed form one batch: one process, one compiled
-program, one ``vmap`` over the seeds (:mod:`.training`). Hyperparameters keep the SB3 names, meanings and
+double, dueling, prioritized, n-step), C51, QR-DQN, IQN and Dopamine's Rainbow, in JAX with optax, on the tasks
+whose training environment is registered in :mod:`.envs` (MinAtar through pgx, gymnasium's CartPole-v1). The
+runs of one entry that differ only in their seed form one batch: one process, one compiled program, one
+``vmap`` over the seeds (:mod:`.training`). Hyperparameters keep the SB3 names, meanings and
 defaults (:mod:`.config`); evaluations are the SB3 path's, made by the same function on the same
 environments. ``docs/backends.md`` has the measured throughput and the equivalence with the SB3 backend.
 
@@ -89,6 +90,10 @@ class JaxBackend:
             config.check_policy_kwargs(spec, pk, hp, f"{where}.regimes.{rname}.policy_kwargs")
         for task_where, task, _, _ in tasks:
             config.check_task(task, task_where, spec)
+            config.check_features_extractor(task, algorithm.policy_kwargs, f"{where}.policy_kwargs", spec)
+            for rname in algorithm.regimes:
+                config.check_features_extractor(task, algorithm.settings_for(rname)[1],
+                                                f"{where}.regimes.{rname}.policy_kwargs", spec)
         config.check_evaluation(evaluation, f"{where}: evaluation.deterministic", spec)
         missing = missing_dependency()
         if missing:

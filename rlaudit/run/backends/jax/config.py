@@ -18,20 +18,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from rlaudit.errors import InputError, did_you_mean
-
-GAMES: dict[str, str] = {
-    "MinAtar/Asterix-v0": "asterix", "MinAtar/Asterix-v1": "asterix",
-    "MinAtar/Breakout-v0": "breakout", "MinAtar/Breakout-v1": "breakout",
-    "MinAtar/Freeway-v0": "freeway", "MinAtar/Freeway-v1": "freeway",
-    "MinAtar/Seaquest-v0": "seaquest", "MinAtar/Seaquest-v1": "seaquest",
-    "MinAtar/SpaceInvaders-v0": "space_invaders", "MinAtar/SpaceInvaders-v1": "space_invaders",
-}
-"""MinAtar gymnasium ids -> game (pgx ``minatar-<game>``). ``-v0`` has the full 6-action set, ``-v1`` the
-minimal one, as in the ``minatar`` package's registration."""
-
-TASK_KWARGS = ("use_minimal_action_set", "sticky_action_prob", "difficulty_ramping", "clip_reward")
-"""MinAtar options the JAX environment implements (``difficulty_ramping`` only at its default, true;
-``clip_reward = [low, high]`` clips the training rewards, as Dopamine's runner, never the evaluation's)."""
+from rlaudit.run.backends.jax import envs
 
 # name -> (accepted Python types, allowed values or None, what to write in a message)
 _FLOAT = ((int, float), None, "a number")
@@ -99,18 +86,25 @@ class AgentConfig:
     the run's length, seeds and evaluation points are arguments of the program, not part of it.
     """
 
-    game: str
-    """pgx MinAtar game (``breakout``, …)."""
+    suite: str
+    task_id: str
+    """The task (``suite``, gymnasium id): its training environment is the one registered in :mod:`.envs`."""
+    game: str | None
+    """pgx MinAtar game (``breakout``, …); ``None`` for the other suites."""
     minimal_actions: tuple[int, ...] | None
-    """The game's minimal action set (full-set action ids), or ``None`` for the full 6-action set."""
+    """MinAtar: the game's minimal action set (full-set action ids), or ``None`` for the full 6-action set."""
     sticky_action_prob: float
-    """MinAtar's sticky-action probability (0.1)."""
+    """MinAtar's sticky-action probability (0.1); 0 for the other suites."""
     max_episode_steps: int | None
     """Episode cap in agent steps (``None``: none); a capped episode is truncated, not terminated."""
     clip_reward: tuple[float, float] | None
     """Training rewards are clipped to this interval before the agent stores them (``None``: not clipped)."""
     n_actions: int
-    obs_shape: tuple[int, int, int]
+    """Discrete actions the networks score (action indices ``0 .. n_actions - 1``)."""
+    obs_shape: tuple[int, ...]
+    """One observation's shape: MinAtar's ``(10, 10, C)``, CartPole's ``(4,)``."""
+    obs_dtype: str
+    """``bool`` (bit-packed in the replay buffer) or ``float32`` (stored as is)."""
     net_arch: tuple[int, ...]
     features_extractor: str
     stream_arch: tuple[int, ...]
@@ -257,26 +251,22 @@ def check_policy_kwargs(spec, pk: dict, hp: dict, where: str) -> None:
 
 
 def check_task(task, where: str, spec) -> None:
-    """Refuse a task the JAX environments do not implement (MinAtar only, through pgx)."""
+    """Refuse a task the JAX backend has no environment for (one line naming those it has), or task ``kwargs``
+    its environment does not implement (:func:`.envs.check_task`)."""
     others = [b for b in spec.backends if b != "jax"]
-    can = f"; backends that can: {', '.join(others)}" if others else ""
-    if task.suite != "minatar" or task.id not in GAMES:
-        raise InputError(f"{where}: the jax backend runs MinAtar tasks only (pgx), not {task.suite} {task.id!r}{can}")
-    for key, value in task.kwargs.items():
-        if key not in TASK_KWARGS:
-            raise InputError(f"{where}.kwargs.{key}: not implemented by the jax backend's MinAtar (pgx){can}")
-        if key == "difficulty_ramping" and value is not True:
-            raise InputError(f"{where}.kwargs.difficulty_ramping: pgx's MinAtar always ramps the difficulty{can}")
-        if key == "sticky_action_prob" and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                            or not 0 <= value <= 1):
-            raise InputError(f"{where}.kwargs.sticky_action_prob: expected a probability in [0, 1], got {value!r}")
-        if key == "clip_reward" and value is not False and not (isinstance(value, list) and len(value) == 2
-                                         and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                 and math.isfinite(v) for v in value) and value[0] < value[1]):
-            raise InputError(f"{where}.kwargs.clip_reward: expected [low, high] with low < high (e.g. [-1, 1]), "
-                             f"got {value!r}")
-        if key == "use_minimal_action_set" and not isinstance(value, bool):
-            raise InputError(f"{where}.kwargs.use_minimal_action_set: expected true or false, got {value!r}")
+    envs.check_task(task, where, f"; backends that can: {', '.join(others)}" if others else "")
+
+
+def check_features_extractor(task, pk: dict, where: str, spec) -> None:
+    """Refuse a features extractor that does not fit the task's observations (``minatar`` needs MinAtar's
+    10 x 10 x C images)."""
+    env = envs.env_spec(task)
+    extractor = pk.get("features_extractor", "flatten")
+    if env is not None and extractor not in env.extractors:
+        others = [b for b in spec.backends if b != "jax"]
+        can = f"; backends that can: {', '.join(others)}" if others else ""
+        raise InputError(f"{where}.features_extractor: {extractor!r} does not fit {task.suite} {task.id!r} "
+                         f"(its observations take {', '.join(repr(e) for e in env.extractors)}){can}")
 
 
 def check_evaluation(evaluation, where: str, spec) -> None:
@@ -288,27 +278,6 @@ def check_evaluation(evaluation, where: str, spec) -> None:
                          f"evaluation.epsilon for ε-greedy evaluations); backends that can: {', '.join(others)}")
 
 
-def minimal_action_set(game: str) -> tuple[int, ...]:
-    """The game's minimal action set as the ``minatar`` package defines it (full-set action ids)."""
-    import importlib
-
-    env = importlib.import_module(f"minatar.environments.{game}").Env()
-    return tuple(int(a) for a in env.minimal_action_set())
-
-
-def uses_minimal_actions(task) -> bool:
-    """Whether ``task`` (a :class:`~rlaudit.run.spec.TaskSpec`) plays the minimal action set: its kwargs, else
-    its id's registration (``-v1``: minimal, ``-v0``: full)."""
-    kwargs = task.kwargs_dict
-    if "use_minimal_action_set" in kwargs:
-        return bool(kwargs["use_minimal_action_set"])
-    return task.id.endswith("-v1")
-
-
-OBS_CHANNELS = {"asterix": 4, "breakout": 4, "freeway": 7, "seaquest": 10, "space_invaders": 6}
-"""Observation channels per game (observations are 10 x 10 x channels, boolean)."""
-
-
 def agent_config(spec) -> AgentConfig:
     """The :class:`AgentConfig` of run ``spec`` (a :class:`~rlaudit.run.spec.RunSpec`)."""
     from rlaudit.algorithms import get_spec
@@ -316,20 +285,12 @@ def agent_config(spec) -> AgentConfig:
     aspec = get_spec(spec.algorithm.name)
     hp = effective_hyperparams(aspec, spec.algorithm.hyperparams_dict)
     pk = spec.algorithm.policy_kwargs_dict
-    task = spec.task
-    game = GAMES[task.id]
-    minimal = minimal_action_set(game) if uses_minimal_actions(task) else None
     train_freq = hp["train_freq"]
     if isinstance(train_freq, (list, tuple)):
         train_freq = train_freq[0]
     max_grad_norm = hp.get("max_grad_norm")
     values = dict(
-        game=game, minimal_actions=minimal,
-        sticky_action_prob=float(task.kwargs_dict.get("sticky_action_prob", 0.1)),
-        max_episode_steps=task.max_episode_steps, n_actions=len(minimal) if minimal else 6,
-        clip_reward=tuple(float(v) for v in task.kwargs_dict["clip_reward"])
-        if task.kwargs_dict.get("clip_reward") not in (None, False) else None,
-        obs_shape=(10, 10, OBS_CHANNELS[game]),
+        **envs.settings(spec.task),
         net_arch=tuple(pk.get("net_arch", DEFAULT_NET_ARCH)),
         features_extractor=pk.get("features_extractor", "flatten"), stream_arch=tuple(pk.get("stream_arch", ())),
         learning_rate=float(hp["learning_rate"]),

@@ -9,7 +9,7 @@ multiplies the hidden activations before the last ``iqn_post_layers`` hidden lay
 
 Features extractors (``policy_kwargs.features_extractor``):
 
-- ``flatten`` (default): the 10x10xC observation flattened in C order (SB3's ``FlattenExtractor``). Every
+- ``flatten`` (default): the observation flattened in C order (SB3's ``FlattenExtractor``). Every
   linear layer starts as torch's ``nn.Linear`` does (SB3 keeps torch's initialisation for DQN): weights and
   biases uniform in ``±1/sqrt(fan_in)``.
 - ``minatar``: the 'minatar' network of Obando-Ceron & Castro (2021), ``networks_new.py`` with ``net_conf =
@@ -20,7 +20,8 @@ Features extractors (``policy_kwargs.features_extractor``):
   same 2-D convolution numerically but with the 3x3x3 fans in its Glorot bound; the newest revision is the one
   implemented.)
 
-Shapes: ``obs`` is ``(batch, 10, 10, C)`` (bool or float); outputs are ``(batch, n_actions, n_out)``, IQN's
+Shapes: ``obs`` is ``(batch, *obs_shape)``: MinAtar's ``(batch, 10, 10, C)`` (bool), CartPole's ``(batch, 4)``
+(float32; ``flatten`` only); outputs are ``(batch, n_actions, n_out)``, IQN's
 ``(batch, n_actions, n_tau)``.
 """
 
@@ -65,8 +66,10 @@ def _split(cfg: AgentConfig) -> int:
 
 def features_dim(cfg: AgentConfig) -> int:
     """Width of the features extractor's output."""
-    h, w, c = cfg.obs_shape
-    return h * w * (CONV_FILTERS if cfg.features_extractor == "minatar" else c)
+    if cfg.features_extractor == "minatar":
+        h, w, _ = cfg.obs_shape
+        return h * w * CONV_FILTERS
+    return math.prod(cfg.obs_shape)
 
 
 def init_params(cfg: AgentConfig, key: jax.Array) -> dict:

@@ -13,13 +13,16 @@ tree (float32 here, float64 there), new transitions at the largest priority seen
 (one uniform draw in each of ``batch`` equal segments of the total), importance weights
 ``(N P(i))^-beta`` normalised by the batch's largest, priorities ``|delta| + per_eps`` after each update.
 
-MinAtar observations are boolean, so they are stored with ``packbits`` (8 cells a byte): 100k transitions of
-Seaquest's 10x10x10 observations take 25 MB per seed instead of 200 MB.
+Boolean observations (MinAtar's, ``obs_dtype = "bool"``) are stored with ``packbits`` (8 cells a byte): 100k
+transitions of Seaquest's 10x10x10 observations take 25 MB per seed instead of 200 MB. Float observations
+(CartPole's, ``obs_dtype = "float32"``) are stored as they are.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -28,8 +31,8 @@ from rlaudit.run.backends.jax.config import AgentConfig
 
 
 class Buffer(NamedTuple):
-    obs: jax.Array  # (capacity, packed) uint8
-    next_obs: jax.Array  # (capacity, packed) uint8
+    obs: jax.Array  # (capacity, packed) uint8 (bool observations), else (capacity, *obs_shape) float32
+    next_obs: jax.Array  # as obs
     actions: jax.Array  # (capacity,) int32
     rewards: jax.Array  # (capacity,) float32
     dones: jax.Array  # (capacity,) bool
@@ -41,7 +44,7 @@ class Buffer(NamedTuple):
 
 
 class Batch(NamedTuple):
-    obs: jax.Array  # (batch, 10, 10, C) bool
+    obs: jax.Array  # (batch, *obs_shape): bool (MinAtar's (10, 10, C)) or float32
     actions: jax.Array  # (batch,) int32
     rewards: jax.Array  # (batch,) float32, n-step returns
     next_obs: jax.Array
@@ -56,27 +59,33 @@ def _leaves(capacity: int) -> int:
 
 
 def _n_cells(cfg: AgentConfig) -> int:
-    h, w, c = cfg.obs_shape
-    return h * w * c
+    return math.prod(cfg.obs_shape)
 
 
 def empty(cfg: AgentConfig) -> Buffer:
     """An empty buffer for one seed."""
     n = cfg.buffer_size
-    packed = (_n_cells(cfg) + 7) // 8
+    if cfg.obs_dtype == "bool":
+        shape, dtype = (n, (_n_cells(cfg) + 7) // 8), jnp.uint8
+    else:
+        shape, dtype = (n, *cfg.obs_shape), jnp.float32
     tree = jnp.zeros((2 * _leaves(n),) if cfg.prioritized else (2,), jnp.float32)
-    return Buffer(jnp.zeros((n, packed), jnp.uint8), jnp.zeros((n, packed), jnp.uint8), jnp.zeros((n,), jnp.int32),
+    return Buffer(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((n,), jnp.int32),
                   jnp.zeros((n,), jnp.float32), jnp.zeros((n,), jnp.bool_), jnp.zeros((n,), jnp.bool_),
                   jnp.int32(0), jnp.bool_(False), tree, jnp.float32(1.0))
 
 
-def pack(obs: jax.Array) -> jax.Array:
-    """A boolean observation as bytes."""
-    return jnp.packbits(obs.reshape(-1))
+def pack(cfg: AgentConfig, obs: jax.Array) -> jax.Array:
+    """One observation as stored: a boolean one as bytes, a float one as float32."""
+    if cfg.obs_dtype == "bool":
+        return jnp.packbits(obs.reshape(-1))
+    return obs.astype(jnp.float32)
 
 
 def unpack(cfg: AgentConfig, packed: jax.Array) -> jax.Array:
-    """Bytes back to boolean observations, ``packed.shape[:-1] + obs_shape``."""
+    """Stored observations back, ``(batch, *obs_shape)`` (bytes to booleans; floats as they are)."""
+    if cfg.obs_dtype != "bool":
+        return packed
     bits = jnp.unpackbits(packed, axis=-1, count=_n_cells(cfg))
     return bits.reshape(packed.shape[:-1] + cfg.obs_shape).astype(jnp.bool_)
 
@@ -112,7 +121,7 @@ def add(cfg: AgentConfig, buf: Buffer, obs, action, reward, next_obs, done, time
     if cfg.prioritized:
         tree = _tree_set(cfg, tree, i[None], (buf.max_priority ** cfg.per_alpha)[None])
     pos = (i + 1) % cfg.buffer_size
-    return buf._replace(obs=buf.obs.at[i].set(pack(obs)), next_obs=buf.next_obs.at[i].set(pack(next_obs)),
+    return buf._replace(obs=buf.obs.at[i].set(pack(cfg, obs)), next_obs=buf.next_obs.at[i].set(pack(cfg, next_obs)),
                         actions=buf.actions.at[i].set(action), rewards=buf.rewards.at[i].set(reward),
                         dones=buf.dones.at[i].set(done), timeouts=buf.timeouts.at[i].set(timeout), pos=pos,
                         full=buf.full | (pos == 0), tree=tree)

@@ -18,8 +18,9 @@ budget; compiled programs are also kept on disk (JAX's persistent compilation ca
 ``$XDG_CACHE_HOME/rlaudit/jax``), so a second process with the same configuration does not compile again.
 
 Evaluations are those of the SB3 path, by the same code: :func:`rlaudit.run.runner.evaluate` on the task's
-gymnasium environment (the ``minatar`` package, same seeds, same ε, same step cap), with the JAX network's
-greedy action; the training environment is pgx's (:mod:`rlaudit.run.backends.jax.envs`).
+gymnasium environment (the ``minatar`` package, gymnasium's CartPole; same seeds, same ε, same step cap), with
+the JAX network's greedy action; the training environment is the task's JAX one, from the registry of
+:mod:`rlaudit.run.backends.jax.envs` (pgx's MinAtar, the JAX CartPole).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 
 from rlaudit.run.backends.jax import agent, networks, replay
 from rlaudit.run.backends.jax.config import AgentConfig
-from rlaudit.run.backends.jax.envs import EnvState, MinAtarEnv
+from rlaudit.run.backends.jax.envs import make_env
 from rlaudit.run.spec import EvalRecord, RunResult, RunSpec
 
 PROGRESS_S = 1.0
@@ -51,7 +52,8 @@ class Carry(NamedTuple):
     """One seed's whole training state."""
 
     learner: agent.Learner
-    env: EnvState
+    env: object
+    """The training environment's state (its own pytree)."""
     obs: jax.Array
     key: jax.Array
 
@@ -61,7 +63,7 @@ class Program:
 
     def __init__(self, cfg: AgentConfig):
         self.cfg = cfg
-        env = MinAtarEnv(cfg)
+        env = make_env(cfg)
 
         def init(seed_key: jax.Array) -> Carry:
             k_net, k_env, k_run = jax.random.split(seed_key, 3)
