@@ -118,3 +118,37 @@ def test_atari_scores_have_the_random_policy_as_their_low_end():
         parse_normalization({**NORM, "low": "zero"}, "n")
     with pytest.raises(InputError, match=r"^n\.low: not used by method 'divide'"):
         parse_normalization({"method": "divide", "divisor": 2, "low": "random"}, "n")
+
+
+def test_a_stores_protocol_gives_its_random_policy_scores_to_rlaudit_audit(tmp_path, monkeypatch):
+    """End to end: the recorded quickstart store, its protocol given [audit.random_policy] (raw scores, the
+    normalisation's low ends are not the random policy's), audited by the command line. Run from elsewhere, so
+    that the store's recorded text is read, not protocols/quickstart.toml."""
+    import json
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from rlaudit.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    store = tmp_path / "store.sqlite"
+    shutil.copy(repo / "sweeps" / "quickstart" / "store.sqlite", store)
+    con = sqlite3.connect(store)
+    h = con.execute("SELECT value FROM meta WHERE key='protocol_hash'").fetchone()[0]
+    text = con.execute("SELECT text FROM protocols WHERE hash=?", (h,)).fetchone()[0]
+    # CartPole's bar is out of reach (nothing learned there); Acrobot's is the real random policy's -500
+    extra = ('\n[audit.random_policy]\nsource = "a test"\n'
+             'scores = { "CartPole-v1" = 10000.0, "Acrobot-v1" = -500.0 }\n')
+    con.execute("UPDATE protocols SET text=? WHERE hash=?", (text + extra, h))
+    con.commit()
+    con.close()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["audit", str(store), "--reps", "6000", "-q", "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    learning = json.loads((tmp_path / "a" / "audit.json").read_text())["learning"]
+    assert learning["source"] == "a test"
+    unlearned = {c["task"] for c in learning["nothing_learned"]}
+    assert unlearned == {"CartPole-v1"}  # every CartPole budget, no Acrobot one

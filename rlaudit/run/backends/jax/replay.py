@@ -20,9 +20,8 @@ transitions of Seaquest's 10x10x10 observations take 25 MB per seed instead of 2
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
