@@ -134,7 +134,7 @@ def test_a_verdict_checked_at_other_settings_says_so(tmp_path, monkeypatch):
     other = {"C51": ({"learning_rate": 1e-4, "loss": "mse"}, {"net_arch": [256, 256]})}
     assert fidelity_warnings(["C51"], path, other) == [
         "C51: equivalent to dopamine at 100k steps (Breakout; 3 runs a side); checked at other settings (fid.toml: "
-        "loss unset there, \"mse\" here; v_max 100.0 there, unset here; policy_kwargs.net_arch [] there, [256, 256] "
+        "policy_kwargs.net_arch [] there, [256, 256] here; loss unset there, \"mse\" here; v_max 100.0 there, unset "
         "here), not those of these runs"]
     record_status(_fidelity("differs"), "gone.toml", path)
     assert fidelity_warnings(["C51"], path, other)[0].endswith(

@@ -152,7 +152,8 @@ def settings_difference(status: FidelityStatus, hyperparams: dict, policy_kwargs
     if checked is None:
         return "its protocol is not found here, so the settings are not compared"
     diffs = []
-    for what, mine, theirs in (("", hyperparams, checked[0]), ("policy_kwargs.", policy_kwargs, checked[1])):
+    # the network first: it changes the most
+    for what, mine, theirs in (("policy_kwargs.", policy_kwargs, checked[1]), ("", hyperparams, checked[0])):
         for key in sorted(set(mine) | set(theirs)):
             if mine.get(key, _ABSENT) != theirs.get(key, _ABSENT):
                 here = "unset" if key not in mine else _toml(mine[key])
