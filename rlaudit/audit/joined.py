@@ -22,7 +22,8 @@ from rlaudit.scores import ScoreMeta, ScoreTable
 CAVEAT = ("Implementations differ: the published scores come from the original authors' code ({published}), the "
           "rerun from rlaudit's SB3-based built-ins on another suite ({suite}), with the rerun protocol's settings "
           "(the published ones scaled to the suite, or the suite's own published settings where it has them; its "
-          "settings-vs-published table lists each difference) and budgets in other units. Only orderings and rankings are compared across the two sources, never scores.")
+          "settings-vs-published table lists each difference) and budgets in other units. Only orderings and "
+          "rankings are compared across the two sources, never scores.")
 METHOD = ("Kendall's tau-b between the agents' {metric} on the published side (at each published budget) and on "
           "the rerun side (at each rerun budget), over the agents present on both sides and the tasks on which all "
           "of them have runs. Interval: {confidence:.0%} percentile interval over {reps} stratified-bootstrap "
