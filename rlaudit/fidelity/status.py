@@ -9,6 +9,7 @@ undetermined, or not checked) gets a line.
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 from dataclasses import dataclass
@@ -167,32 +168,23 @@ _ABSENT = object()
 
 
 def _checked_settings(protocol: str, algorithm: str) -> tuple[dict, dict] | None:
-    """``(hyperparams, policy_kwargs)`` of ``algorithm`` in ``protocol`` (``None``: not found)."""
-    return _load_settings(protocol).get(algorithm) if _protocol_file(protocol) else None
-
-
-def _protocol_file(protocol: str) -> Path | None:
+    """``(hyperparams, policy_kwargs)`` of ``algorithm`` in ``protocol`` (``None``: the file is not found, or
+    has no such algorithm)."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if protocol and (base / protocol).is_file():
-            return base / protocol
+            return _load_settings(str(base / protocol)).get(algorithm)
     return None
 
 
-def _load_settings(protocol: str) -> dict[str, tuple[dict, dict]]:
-    """Registry name -> settings of the first entry with that name in ``protocol`` (cached per path)."""
-    path = _protocol_file(protocol)
-    key = str(path)
-    if key not in _SETTINGS_CACHE:
-        from rlaudit.protocol import load_protocol
+@functools.lru_cache(maxsize=8)
+def _load_settings(path: str) -> dict[str, tuple[dict, dict]]:
+    """Registry name -> settings of the first entry with that name in the protocol at ``path``."""
+    from rlaudit.protocol import load_protocol
 
-        out: dict[str, tuple[dict, dict]] = {}
-        for a in load_protocol(path).algorithms:
-            out.setdefault(a.name, (dict(a.hyperparams), dict(a.policy_kwargs)))
-        _SETTINGS_CACHE[key] = out
-    return _SETTINGS_CACHE[key]
-
-
-_SETTINGS_CACHE: dict[str, dict[str, tuple[dict, dict]]] = {}
+    out: dict[str, tuple[dict, dict]] = {}
+    for a in load_protocol(path).algorithms:
+        out.setdefault(a.name, (dict(a.hyperparams), dict(a.policy_kwargs)))
+    return out
 
 
 def _toml(value) -> str:
