@@ -140,6 +140,12 @@ def test_a_verdict_checked_at_other_settings_says_so(tmp_path, monkeypatch):
     assert fidelity_warnings(["C51"], path, other)[0].endswith(
         "; checked at other settings (gone.toml: its protocol is not found here, so the settings are not "
         "compared), not those of these runs")
+    (tmp_path / "no-c51.toml").write_text((tmp_path / "fid.toml").read_text().replace('name = "C51"', 'name = "DQN"')
+                                          .replace("v_max = 100.0", "gamma = 0.9"))
+    record_status(_fidelity("differs"), "no-c51.toml", path)
+    assert fidelity_warnings(["C51"], path, other)[0].endswith(
+        "; checked at other settings (no-c51.toml: its protocol here has no C51 entry, so the settings are not "
+        "compared), not those of these runs")
 
 
 def test_update_check_is_recorded_beside_the_seed_level_verdict(tmp_path):

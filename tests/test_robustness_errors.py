@@ -431,8 +431,8 @@ def test_ray_inbox_actor_killed_mid_sweep_records_the_runs_failed(tmp_path):
     assert killed, err
     assert proc.returncode == 1, err
     assert "Traceback" not in err
-    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
-        next(ln for ln in err.splitlines() if ln.startswith("error:") and "runs failed" in ln)]
+    error_lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(error_lines) == 1 and "runs failed" in error_lines[0], err
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     statuses = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
     errors = [e for (e,) in con.execute("SELECT error FROM runs WHERE status='failed'")]

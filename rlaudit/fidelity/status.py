@@ -149,9 +149,12 @@ def settings_difference(status: FidelityStatus, hyperparams: dict, policy_kwargs
     """How ``hyperparams`` and ``policy_kwargs`` differ from those of ``status``'s algorithm in the protocol it
     was checked with, in words (``""``: the same). The protocol path is read from the working directory, else
     from the source checkout's root; when it is not found, or names no such algorithm, that is said instead."""
-    checked = _checked_settings(status.protocol, status.algorithm)
-    if checked is None:
+    found = _checked_protocol(status.protocol)
+    if found is None:
         return "its protocol is not found here, so the settings are not compared"
+    checked = _load_settings(str(found)).get(status.algorithm)
+    if checked is None:
+        return f"its protocol here has no {status.algorithm} entry, so the settings are not compared"
     diffs = []
     # the network first: it changes the most
     for what, mine, theirs in (("policy_kwargs.", policy_kwargs, checked[1]), ("", hyperparams, checked[0])):
@@ -167,12 +170,12 @@ def settings_difference(status: FidelityStatus, hyperparams: dict, policy_kwargs
 _ABSENT = object()
 
 
-def _checked_settings(protocol: str, algorithm: str) -> tuple[dict, dict] | None:
-    """``(hyperparams, policy_kwargs)`` of ``algorithm`` in ``protocol`` (``None``: the file is not found, or
-    has no such algorithm)."""
+def _checked_protocol(protocol: str) -> Path | None:
+    """The protocol file ``protocol`` names, from the working directory, else from the source checkout's root
+    (``None``: not found)."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if protocol and (base / protocol).is_file():
-            return _load_settings(str(base / protocol)).get(algorithm)
+            return base / protocol
     return None
 
 
