@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from rlaudit.audit import AuditSettings, run_audit
-from rlaudit.audit.calibration import CALIBRATION, CalibrationRow, detect_shapes, supported_rates, tail_ratio
+from rlaudit.audit.calibration import (CALIBRATION, HEAVY_EXACT_VALUES, HEAVY_SIMULATIONS, CalibrationRow, detect_shapes,
+                                      heavy_threshold, supported_rates, tail_ratio)
 from rlaudit.scores import ScoreMeta, ScoreTable
 
 
@@ -63,6 +64,25 @@ def test_nothing_learned_is_not_collapse():
     """Every run at the floor (nothing learned yet) is not a bimodal cell."""
     sets = {(a, 1): [np.zeros(5), np.full(5, 0.01)] for a in "AB"}
     assert [s.shape for s in detect_shapes(sets, ["x", "y"])] == ["discrete"]  # every run ties, none collapses
+
+
+@pytest.mark.parametrize("sizes", [{20: 2_500}, {100: 500}, {6: 2_000, 100: 300}])
+def test_the_normal_approximation_of_the_heavy_threshold_agrees_with_the_simulation(sizes):
+    """Where the simulation fits, the approximation used beyond HEAVY_EXACT_VALUES gives the same threshold
+    (measured: within 0.7 % at each size's switch point, e.g. 10,000 cells of 5 runs)."""
+    n = sum(sizes.values())
+    simulated, approximated = heavy_threshold(sizes, n), heavy_threshold(sizes, n, exact_values=0)
+    assert approximated == pytest.approx(simulated, rel=0.01)
+    assert approximated != simulated  # the other path was taken
+
+
+@pytest.mark.parametrize("shape,expected", [("heavy", {"heavy"}), ("gamma", set())])
+def test_a_million_runs_are_judged_without_simulating_a_million_runs_400_times(shape, expected):
+    """10,000 cells of 100 runs: beyond HEAVY_EXACT_VALUES, so each size is approximated; heavy tails are still
+    found and skewed continuous runs still pass."""
+    sets = sets_of(shape, n_tasks=2_500, n_runs=100, n_algorithms=4, seed=3)
+    assert HEAVY_SIMULATIONS * 10_000 * 100 > HEAVY_EXACT_VALUES
+    assert {s.shape for s in detect_shapes(sets, [f"t{t}" for t in range(2_500)])} == expected
 
 
 ROWS = (CalibrationRow("collapsed", 5, 5, 2, (6.9, 5.4, 8.7), (89.1, 87.0, 91.0), 1.0, 300),

@@ -40,6 +40,14 @@ HEAVY_QUANTILE = 0.99
 statistic on normal and on exponential runs (the two ends of the default's calibrated shapes), same cell sizes."""
 HEAVY_SIMULATIONS = 400
 """Simulations behind that quantile (seeded: the same data always give the same answer)."""
+HEAVY_EXACT_VALUES = 20_000_000
+"""Most simulated runs drawn for one cell size (``HEAVY_SIMULATIONS`` x its cells x its runs: 160 MB). A size
+beyond it (a million-score table of 100-run cells would need 400 million, 3.2 GB and 40 s) has at least
+``HEAVY_EXACT_VALUES / 400 / n_runs`` cells, i.i.d. under the null, and their summed :func:`tail_ratio` is drawn
+from its normal approximation, with the mean and variance of ``HEAVY_POOL_CELLS`` simulated cells of that size
+(``tests/test_calibration.py`` checks that the two agree)."""
+HEAVY_POOL_CELLS = 100_000
+"""Simulated cells behind that approximation (fewer for cells of over 40 runs: at most 4 million runs)."""
 
 DF_SCALE: Mapping[str, float] = {"collapsed": 0.5}
 """Smaller-sample correction of the expanded scheme's t reading, by detected shape: each task's ``n - 1`` degrees
@@ -207,19 +215,35 @@ def _heavy_tails(cells: list[np.ndarray]) -> ShapeEvidence | None:
     if not ratios.size:
         return None
     observed = float(ratios.mean())
-    # The same statistic on the calibrated shapes (normal and exponential runs), same cell sizes, seeded.
-    rng = np.random.default_rng(20_170)
-    thresholds = []
-    for draw in (rng.standard_normal, rng.standard_exponential):
-        null = sum(np.nansum(tail_ratio(draw((HEAVY_SIMULATIONS, len(xs), n))), axis=1) for n, xs in by_size.items())
-        thresholds.append(float(np.quantile(null / ratios.size, HEAVY_QUANTILE)))
-    threshold = max(thresholds)
+    threshold = heavy_threshold({n: len(xs) for n, xs in by_size.items()}, ratios.size)
     if observed <= threshold:
         return None
     return ShapeEvidence("heavy", f"both tails of the runs are long: the mean shorter-tail-to-IQR ratio "
                          f"{observed:.2f} of {ratios.size} cells with >= {HEAVY_MIN_RUNS} runs exceeds {threshold:.2f}, "
                          f"the {100 * HEAVY_QUANTILE:.0f} % point for normal or exponential runs of the same sizes",
                          {"tail_ratio": observed, "threshold": threshold, "cells": int(ratios.size)})
+
+
+def heavy_threshold(sizes: Mapping[int, int], n_ratios: int, exact_values: int = HEAVY_EXACT_VALUES) -> float:
+    """The ``HEAVY_QUANTILE`` point of the mean :func:`tail_ratio` over ``n_ratios`` cells (``sizes``: cell size
+    -> number of cells) of normal and of exponential runs, the larger of the two, over ``HEAVY_SIMULATIONS``
+    seeded simulations. A cell size whose simulation would draw more than ``exact_values`` runs adds the normal
+    approximation of its cells' sum instead (see ``HEAVY_EXACT_VALUES``)."""
+    rng = np.random.default_rng(20_170)
+    z = np.empty(HEAVY_SIMULATIONS)
+    thresholds = []
+    for draw in (rng.standard_normal, rng.standard_exponential):
+        null = np.zeros(HEAVY_SIMULATIONS)
+        for n, k in sizes.items():
+            if HEAVY_SIMULATIONS * k * n <= exact_values:
+                null += np.nansum(tail_ratio(draw((HEAVY_SIMULATIONS, k, n))), axis=1)
+                continue
+            pool = tail_ratio(draw((min(HEAVY_POOL_CELLS, 4_000_000 // n), n)))
+            pool = pool[np.isfinite(pool)]
+            z[:] = rng.standard_normal(HEAVY_SIMULATIONS)
+            null += k * float(pool.mean()) + z * math.sqrt(k * float(pool.var(ddof=1)))
+        thresholds.append(float(np.quantile(null / n_ratios, HEAVY_QUANTILE)))
+    return max(thresholds)
 
 
 def supported_rates(shape: str, n_tasks: int, n_runs: int, n_budgets: int,
