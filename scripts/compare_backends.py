@@ -11,8 +11,11 @@ that an *undetermined* verdict says how far it is from *equivalent*.
 
 Usage::
 
-    python scripts/compare_backends.py --a /work/wt/fid/sweeps/fidelity-minatar-100k/store.sqlite \\
+    python scripts/compare_backends.py --a sweeps/fidelity-minatar-100k/store.sqlite \\
         --b sweeps/backend-equivalence/store.sqlite --margin-frac 0.25 [--budget 100000] [--markdown]
+
+``--a`` and ``--b`` may each be given several times: the runs of one side's stores are pooled (e.g. seeds 0-9
+in one store and seeds 10-19 in another); a run found in two stores of one side is refused.
 
 Labels are matched by name; with ``--map "A label=B label"`` (repeatable) only the mapped labels are compared
 (two entries of one store: ``--a`` and ``--b`` the same file). Exit status 2 with one line on bad
@@ -22,24 +25,37 @@ input (a missing store, no common (label, task, budget)).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def scores_by_key(store: str) -> dict[tuple[str, str, int], dict[str, float]]:
-    """``(label, task, budget) -> {seed: score}`` of the store's finished runs."""
+def scores_by_key(stores: str | Sequence[str]) -> dict[tuple[str, str, int], dict[str, float]]:
+    """``(label, task, budget) -> {run: score}`` of the finished runs of ``stores`` (one path or several, pooled).
+
+    Raises:
+        InputError: a run (label, task, budget, run) found in two of the stores.
+    """
+    from rlaudit.errors import InputError
     from rlaudit.store.export import export_table
 
-    frame = export_table(store).frame
     out: dict = {}
-    for row in frame.itertuples(index=False):
-        out.setdefault((row.algorithm, row.task, int(row.budget)), {})[str(row.run)] = float(row.score)
+    seen: dict = {}
+    for store in [stores] if isinstance(stores, str) else stores:
+        frame = export_table(store).frame
+        for row in frame.itertuples(index=False):
+            key, run = (row.algorithm, row.task, int(row.budget)), str(row.run)
+            if (key, run) in seen:
+                raise InputError(f"{store}: run {run} ({row.algorithm}, {row.task}, {int(row.budget):,}) is also in "
+                                 f"{seen[key, run]}; pool stores of other seeds")
+            seen[key, run] = store
+            out.setdefault(key, {})[run] = float(row.score)
     return out
 
 
-def compare_stores(a: str, b: str, margin: float | None = None, margin_frac: float | None = 0.25,
+def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float | None = None, margin_frac: float | None = 0.25,
                    alpha: float = 0.05, budget: int | None = None, mapping: dict[str, str] | None = None,
                    seed: int = 0) -> list[dict]:
     """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
@@ -74,9 +90,13 @@ def compare_stores(a: str, b: str, margin: float | None = None, margin_frac: flo
                      "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": m,
                      "smallest_margin": smallest_margin(x, y, alpha), "verdict": c.verdict})
     if not rows:
-        raise InputError(f"--a {a} / --b {b}: no (algorithm, task, budget) with at least 2 finished runs in both "
+        raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least 2 finished runs in both "
                          f"stores" + (f" at budget {budget}" if budget is not None else ""))
     return rows
+
+
+def _names(stores: str | Sequence[str]) -> str:
+    return stores if isinstance(stores, str) else " + ".join(stores)
 
 
 def format_rows(rows: list[dict], markdown: bool) -> str:
@@ -98,8 +118,10 @@ def main(argv=None) -> int:
     from rlaudit.errors import InputError, OneLineArgumentParser
 
     ap = OneLineArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--a", required=True, help="reference store (e.g. the SB3 backend's)")
-    ap.add_argument("--b", required=True, help="compared store (e.g. the JAX backend's)")
+    ap.add_argument("--a", required=True, action="append",
+                    help="reference store (e.g. the SB3 backend's); repeat to pool stores of other seeds")
+    ap.add_argument("--b", required=True, action="append",
+                    help="compared store (e.g. the JAX backend's); repeat to pool stores of other seeds")
     ap.add_argument("--margin", type=float, help="equivalence margin in score units")
     ap.add_argument("--margin-frac", type=float, default=0.25,
                     help="margin as this fraction of the reference's mean score (default 0.25)")
@@ -109,7 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = ap.parse_args(argv)
     try:
-        for path in (args.a, args.b):
+        for path in args.a + args.b:
             if not Path(path).is_file():
                 raise InputError(f"{path}: no such store")
         if args.margin is not None and not args.margin > 0:

@@ -444,17 +444,7 @@ def test_fidelity_end_to_end_dopamine(tmp_path):
     assert len(rows) == 3 and all(len(json.loads(x)) == 3 for (x,) in rows)
 
 
-@pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
-def test_dopamine_reference_stores_the_episodes_last_transition():
-    """dopamine-rl 4.1.2's end_episode loses the last transition and flags the one before as terminal
-    (google/dopamine#228); the harness stores every transition once, the terminal flag on the last, as Dopamine 3's
-    replay (which the published runs used) did. Both halves are checked, so a dopamine-rl that fixes its
-    accumulator fails the first and says so."""
-    import subprocess
-
-    from rlaudit.fidelity.references import worker_environment
-
-    code = """
+DOPAMINE_PROBE = """
 import functools, types
 import gin
 import numpy as np
@@ -485,11 +475,44 @@ def harness(agent, reward, final):
 
 episode(dopamine)
 episode(harness)
+
 """
-    out = subprocess.run([REFERENCES["dopamine"].python(), "-c", code], capture_output=True, text=True,
-                         env=worker_environment(), timeout=300)
+"""Dopamine's replay at an episode's end, through dopamine-rl's end_episode and through the harness's."""
+DOPAMINE_NETWORK_PROBE = """
+import jax, jax.numpy as jnp, numpy as np
+from rlaudit.fidelity.dopamine_backend import MinAtarDQNNetwork
+net = MinAtarDQNNetwork(num_actions=6)
+params = net.init(jax.random.PRNGKey(0), jnp.zeros((10, 10, 4, 1)))
+k = params['params']['Conv_0']['kernel']; d = params['params']['Dense_0']['kernel']
+print("network", k.shape, d.shape, float(jnp.abs(k).max()), float(jnp.abs(d).max()),
+      net.apply(params, jnp.ones((10, 10, 4, 1))).q_values.shape)
+from dopamine.jax.agents.dqn.dqn_agent import linearly_decaying_epsilon
+print("eps", *[float(linearly_decaying_epsilon(250_000, t, 1_000, 0.01)) for t in (0, 999, 1_000, 100_000, 251_000)])
+"""
+"""The reference's MinAtar network and Dopamine's epsilon schedule."""
+
+
+@pytest.fixture(scope="module")
+def dopamine_probe() -> list[str]:
+    """The output lines of both probes, run in one interpreter of the Dopamine reference (importing dopamine-rl and
+    TensorFlow costs ~20 CPU-s a process)."""
+    import subprocess
+
+    from rlaudit.fidelity.references import worker_environment
+
+    out = subprocess.run([REFERENCES["dopamine"].python(), "-c", DOPAMINE_PROBE + DOPAMINE_NETWORK_PROBE],
+                         capture_output=True, text=True, env=worker_environment(), timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("dopamine ", "harness "))]
+    return out.stdout.splitlines()
+
+
+@pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
+def test_dopamine_reference_stores_the_episodes_last_transition(dopamine_probe):
+    """dopamine-rl 4.1.2's end_episode loses the last transition and flags the one before as terminal
+    (google/dopamine#228); the harness stores every transition once, the terminal flag on the last, as Dopamine 3's
+    replay (which the published runs used) did. Both halves are checked, so a dopamine-rl that fixes its
+    accumulator fails the first and says so."""
+    rows = [line.split() for line in dopamine_probe if line.startswith(("dopamine ", "harness "))]
     # (state, reward, next state, terminal) per stored transition
     assert [r[1:] for r in rows if r[0] == "dopamine"] == [
         ["0", "10.0", "1", "False"], ["1", "11.0", "2", "False"], ["2", "12.0", "3", "True"]]
@@ -549,27 +572,10 @@ def test_update_check_refuses_what_it_does_not_cover():
 
 
 @pytest.mark.skipif(not DOPAMINE_INSTALLED, reason="the Dopamine reference is not installed; make reference-venv")
-def test_dopamine_minatar_network_matches_the_published_reading():
+def test_dopamine_minatar_network_matches_the_published_reading(dopamine_probe):
     """The flax network of the reference: a 3x3 kernel over (10, 10, C), 1,600 features, Xavier bounds."""
-    import subprocess
-
-    from rlaudit.fidelity.references import worker_environment
-
-    code = """
-import jax, jax.numpy as jnp, numpy as np
-from rlaudit.fidelity.dopamine_backend import MinAtarDQNNetwork
-net = MinAtarDQNNetwork(num_actions=6)
-params = net.init(jax.random.PRNGKey(0), jnp.zeros((10, 10, 4, 1)))
-k = params['params']['Conv_0']['kernel']; d = params['params']['Dense_0']['kernel']
-print(k.shape, d.shape, float(jnp.abs(k).max()), float(jnp.abs(d).max()),
-      net.apply(params, jnp.ones((10, 10, 4, 1))).q_values.shape)
-from dopamine.jax.agents.dqn.dqn_agent import linearly_decaying_epsilon
-print("eps", *[float(linearly_decaying_epsilon(250_000, t, 1_000, 0.01)) for t in (0, 999, 1_000, 100_000, 251_000)])
-"""
-    out = subprocess.run([REFERENCES["dopamine"].python(), "-c", code], capture_output=True, text=True,
-                         env=worker_environment(), timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line, eps_line = out.stdout.strip().splitlines()[-2:]
+    line = next(x for x in dopamine_probe if x.startswith("network "))[len("network "):]
+    eps_line = next(x for x in dopamine_probe if x.startswith("eps "))
     from rlaudit.algorithms.dqn_settings import dopamine_epsilon
 
     theirs = [float(v) for v in eps_line.split()[1:]]

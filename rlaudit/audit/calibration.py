@@ -230,7 +230,6 @@ def heavy_threshold(sizes: Mapping[int, int], n_ratios: int, exact_values: int =
     seeded simulations. A cell size whose simulation would draw more than ``exact_values`` runs adds the normal
     approximation of its cells' sum instead (see ``HEAVY_EXACT_VALUES``)."""
     rng = np.random.default_rng(20_170)
-    z = np.empty(HEAVY_SIMULATIONS)
     thresholds = []
     for draw in (rng.standard_normal, rng.standard_exponential):
         null = np.zeros(HEAVY_SIMULATIONS)
@@ -238,10 +237,10 @@ def heavy_threshold(sizes: Mapping[int, int], n_ratios: int, exact_values: int =
             if HEAVY_SIMULATIONS * k * n <= exact_values:
                 null += np.nansum(tail_ratio(draw((HEAVY_SIMULATIONS, k, n))), axis=1)
                 continue
-            pool = tail_ratio(draw((min(HEAVY_POOL_CELLS, 4_000_000 // n), n)))
+            pool = tail_ratio(draw((max(100, min(HEAVY_POOL_CELLS, 4_000_000 // n)), n)))
             pool = pool[np.isfinite(pool)]
-            z[:] = rng.standard_normal(HEAVY_SIMULATIONS)
-            null += k * float(pool.mean()) + z * math.sqrt(k * float(pool.var(ddof=1)))
+            sd = math.sqrt(k * float(pool.var(ddof=1)))
+            null += k * float(pool.mean()) + sd * rng.standard_normal(HEAVY_SIMULATIONS)
         thresholds.append(float(np.quantile(null / n_ratios, HEAVY_QUANTILE)))
     return max(thresholds)
 
