@@ -18,9 +18,13 @@ from rlaudit.run.backends.jax import missing_dependency
 REPO = Path(__file__).resolve().parents[1]
 needs_jax = pytest.mark.skipif(missing_dependency() is not None, reason=str(missing_dependency()))
 RECORD = REPO / "sweeps" / "backend-equivalence" / "comparison-100k.md"
-"""The recorded comparison at the published settings (docs/backends.md): ``scripts/compare_backends.py --a
-sweeps/fidelity-minatar-100k/store.sqlite --b sweeps/backend-equivalence/store.sqlite --margin-frac 0.25
---markdown`` on the committed stores."""
+"""The recorded comparison at the published settings (docs/backends.md): ``scripts/compare_backends.py`` with
+``RECORD_ARGS`` on the committed stores (seeds 0-9 of every agent and game; seeds 10-19 of DQN and QR-DQN on
+SpaceInvaders pooled in)."""
+RECORD_ARGS = ["--a", "sweeps/fidelity-minatar-100k/store.sqlite",
+               "--a", "sweeps/backend-equivalence-seeds-10-19-sb3/store.sqlite",
+               "--b", "sweeps/backend-equivalence/store.sqlite",
+               "--b", "sweeps/backend-equivalence-seeds-10-19-jax/store.sqlite", "--margin-frac", "0.25", "--markdown"]
 
 # The settings of tests/test_jax_backend.py's PROTOCOL (same JAX configuration and number of seeds, so that one
 # compiled program serves both files in one pytest process).
@@ -102,6 +106,14 @@ def test_compare_script_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].endswith("none.sqlite: no such store")
 
 
+def test_a_run_in_two_pooled_stores_of_one_side_is_refused_in_one_line(capsys):
+    """--a given twice pools its stores' runs (other seeds); the same run twice would count a seed twice."""
+    sb3 = str(REPO / "sweeps" / "fidelity-minatar-100k" / "store.sqlite")
+    assert _script().main(["--a", sb3, "--a", sb3, "--b", sb3]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sb3}: run ") and "is also in" in err[0], err
+
+
 FIDELITY_PROTOCOL = REPO / "protocols" / "fidelity" / "minatar-100k.toml"
 
 
@@ -133,16 +145,23 @@ def test_dqn_on_breakout_is_not_different_between_backends(tmp_path):
     assert all(r["verdict"] != "different" for r in rows), rows
 
 
-def test_recorded_comparison_at_100k_is_what_the_committed_stores_give(capsys):
+def test_recorded_comparison_at_100k_is_what_the_committed_stores_give(capsys, monkeypatch):
     """No hard-coded verdict: the recorded table is recomputed from the committed stores (SB3 side: the fidelity
-    sweep's built-ins; JAX side: the equivalence sweep), and none of its rows is "different"."""
-    sb3 = REPO / "sweeps" / "fidelity-minatar-100k" / "store.sqlite"
-    jax_store = REPO / "sweeps" / "backend-equivalence" / "store.sqlite"
+    sweep's built-ins and seeds 10-19; JAX side: the equivalence sweeps), docs/backends.md shows it as recorded,
+    and none of its rows is "different"."""
+    monkeypatch.chdir(REPO)
     compare = _script()
-    assert compare.main(["--a", str(sb3), "--b", str(jax_store), "--margin-frac", "0.25", "--markdown"]) == 0
+    assert compare.main(RECORD_ARGS) == 0
     assert capsys.readouterr().out == RECORD.read_text()
-    rows = compare.compare_stores(str(sb3), str(jax_store), margin_frac=0.25)
-    assert {r["label"] for r in rows} >= {"DQN", "C51"} and all(r["n_a"] >= 2 and r["n_b"] >= 2 for r in rows)
+    docs = (REPO / "docs" / "backends.md").read_text()
+    block = docs.split("<!-- comparison-100k: generated from sweeps/backend-equivalence/comparison-100k.md -->\n")[1]
+    assert block.split("<!-- /comparison-100k -->")[0] == RECORD.read_text()
+    sides = [[v for k, v in zip(RECORD_ARGS, RECORD_ARGS[1:]) if k == side] for side in ("--a", "--b")]
+    rows = compare.compare_stores(*sides, margin_frac=0.25)
+    assert {r["label"] for r in rows} >= {"DQN", "C51", "QR-DQN"} and all(r["n_a"] >= 5 and r["n_b"] >= 5 for r in rows)
+    assert all(r["n_a"] >= 10 and r["n_b"] >= 10 for r in rows if r["verdict"] == "equivalent")
+    pooled = {(r["label"], r["task"]): (r["n_a"], r["n_b"]) for r in rows if r["task"] == "MinAtar/SpaceInvaders-v1"}
+    assert pooled[("DQN", "MinAtar/SpaceInvaders-v1")] == pooled[("QR-DQN", "MinAtar/SpaceInvaders-v1")] == (20, 20)
     assert not [r for r in rows if r["verdict"] == "different"]
 
 
