@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 # torch 2.13.0 is a CPU wheel on this project's machines; elsewhere `make TORCH=torch` takes PyPI's default.
 TORCH  ?= torch==2.13.0
 # The suite runs its test files in parallel, one pytest worker per core (pytest-xdist; a file's tests stay in one
-# worker, so the Ray tests share their module's cluster): 868 s on 2 cores where one worker took 1,170 s.
+# worker, so the Ray tests share their module's cluster): 868 s on 2 cores where one worker took 1,170 s (both
+# with trainings beside them at nice 10); 487 s on 2 quiet cores from a fresh clone (2026-12-03).
 # `make test PYTEST_ARGS=` runs it in one process.
 PYTEST_ARGS ?= -n auto --dist loadfile
 
