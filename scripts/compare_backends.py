@@ -55,9 +55,9 @@ def scores_by_key(stores: str | Sequence[str]) -> dict[tuple[str, str, int], dic
     return out
 
 
-def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float | None = None, margin_frac: float | None = 0.25,
-                   alpha: float = 0.05, budget: int | None = None, mapping: dict[str, str] | None = None,
-                   seed: int = 0) -> list[dict]:
+def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float | None = None,
+                   margin_frac: float | None = 0.25, alpha: float = 0.05, budget: int | None = None,
+                   mapping: dict[str, str] | None = None, seed: int = 0) -> list[dict]:
     """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
 
     Raises:
@@ -90,8 +90,8 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
                      "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": m,
                      "smallest_margin": smallest_margin(x, y, alpha), "verdict": c.verdict})
     if not rows:
-        raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least 2 finished runs in both "
-                         f"stores" + (f" at budget {budget}" if budget is not None else ""))
+        raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least 2 finished "
+                         f"runs in both sides' stores" + (f" at budget {budget}" if budget is not None else ""))
     return rows
 
 
