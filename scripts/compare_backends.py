@@ -4,10 +4,13 @@ For every (algorithm label, task, budget) recorded in both stores (``--a``, the 
 backend's; ``--b``, usually the JAX backend's), the runs' scores (mean return over each evaluation's episodes,
 one per seed) are compared as two samples (:func:`rlaudit.stats.equivalence.compare_samples`): the difference
 of means ``b - a`` with its bootstrap interval, Welch's test of equal means and a TOST equivalence test within
-the stated margin (``--margin`` in score units, or ``--margin-frac`` of the reference's mean; each comparison
-at level ``--alpha``, and the verdict line says how many comparisons were made). It also prints the
-narrowest margin these samples can show equivalent (:func:`~rlaudit.stats.equivalence.smallest_margin`), so
-that an *undetermined* verdict says how far it is from *equivalent*.
+the stated margin (each comparison at level ``--alpha``, and the verdict line says how many comparisons were
+made). ``--margin-frac`` (default 0.25) tests the ratio of means, ``mean(b)`` within ``(1 ± frac) mean(a)``
+(:func:`rlaudit.stats.equivalence.compare_relative`: the reference's mean is an estimate, and its uncertainty
+is in the test); ``--margin`` instead tests a fixed margin in score units. It also prints the narrowest margin
+these samples can show equivalent (:func:`~rlaudit.stats.equivalence.smallest_relative_margin` or
+:func:`~rlaudit.stats.equivalence.smallest_margin`), so that an *undetermined* verdict says how far it is from
+*equivalent*. The error rates of both rules on several score shapes: ``bench/equivalence_calibration.py``.
 
 Usage::
 
@@ -16,6 +19,11 @@ Usage::
 
 ``--a`` and ``--b`` may each be given several times: the runs of one side's stores are pooled (e.g. seeds 0-9
 in one store and seeds 10-19 in another); a run found in two stores of one side is refused.
+
+A comparison whose runs were added after a first verdict came out *undetermined* (more seeds, pooled as
+above) has been looked at twice: ``--looks "LABEL@TASK=2"`` tests it at ``alpha / 2`` (Bonferroni over the
+looks; uncorrected, two looks at 10 and 20 runs a side show equivalence at the margin's edge more often than
+``alpha``: ``bench/equivalence_calibration.py``).
 
 Labels are matched by name; with ``--map "A label=B label"`` (repeatable) only the mapped labels are compared
 (two entries of one store: ``--a`` and ``--b`` the same file). Exit status 2 with one line on bad
@@ -57,18 +65,25 @@ def scores_by_key(stores: str | Sequence[str]) -> dict[tuple[str, str, int], dic
 
 def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float | None = None,
                    margin_frac: float | None = 0.25, alpha: float = 0.05, budget: int | None = None,
-                   mapping: dict[str, str] | None = None, seed: int = 0) -> list[dict]:
+                   mapping: dict[str, str] | None = None, seed: int = 0,
+                   looks: dict[tuple[str, str], int] | None = None) -> list[dict]:
     """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
 
+    ``looks`` maps ``(label, task)`` to the number of times its verdict was read as runs were added (seeds added
+    after an *undetermined* verdict): that row is tested at ``alpha / looks`` (Bonferroni over the looks, valid
+    whatever made the runs be added; each earlier look, read at ``alpha``, was undetermined, so it stays
+    undetermined at the lower level).
+
     Raises:
-        InputError: nothing in common, or fewer than 2 runs a side everywhere.
+        InputError: nothing in common, fewer than 2 runs a side everywhere, or a ``looks`` entry matching no row.
     """
     import numpy as np
 
     from rlaudit.errors import InputError
-    from rlaudit.stats.equivalence import compare_samples, smallest_margin
+    from rlaudit.stats.equivalence import (compare_relative, compare_samples, smallest_margin,
+                                           smallest_relative_margin)
 
-    mapping = mapping or {}
+    mapping, looks = mapping or {}, looks or {}
     sa, sb = scores_by_key(a), scores_by_key(b)
     rows = []
     for (label, task, bud), xa in sorted(sa.items()):
@@ -80,15 +95,22 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
         x, y = np.array(list(xa.values())), np.array(list(sb[key].values()))
         if x.size < 2 or y.size < 2:
             continue
-        m = margin if margin is not None else margin_frac * abs(float(x.mean()))
-        if not m > 0:
-            continue
-        c = compare_samples(x, y, m, alpha, rng=np.random.default_rng(seed), constant_is_exact=False)
+        rng = np.random.default_rng(seed)
+        level = alpha / looks.get((label, task), 1)
+        if margin is not None:
+            c = compare_samples(x, y, margin, level, rng=rng, constant_is_exact=False)
+            narrowest = smallest_margin(x, y, level)
+        else:
+            c = compare_relative(x, y, margin_frac, level, rng=rng)
+            narrowest = smallest_relative_margin(x, y, level) * abs(float(x.mean()))
         rows.append({"label": label, "task": task, "budget": bud, "n_a": int(x.size), "n_b": int(y.size),
                      "mean_a": float(x.mean()), "sd_a": float(x.std(ddof=1)), "mean_b": float(y.mean()),
                      "sd_b": float(y.std(ddof=1)), "difference": c.difference, "interval": c.interval,
-                     "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": m,
-                     "smallest_margin": smallest_margin(x, y, alpha), "verdict": c.verdict})
+                     "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": c.margin,
+                     "smallest_margin": narrowest, "level": level, "verdict": c.verdict})
+    unmatched = sorted(set(looks) - {(r["label"], r["task"]) for r in rows})
+    if unmatched:
+        raise InputError(f"--looks {unmatched[0][0]}@{unmatched[0][1]}: no such compared (algorithm, task)")
     if not rows:
         raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least 2 finished "
                          f"runs in both sides' stores" + (f" at budget {budget}" if budget is not None else ""))
@@ -100,9 +122,10 @@ def _names(stores: str | Sequence[str]) -> str:
 
 
 def format_rows(rows: list[dict], markdown: bool) -> str:
-    head = ["algorithm", "task", "budget", "runs a/b", "a: mean ± sd", "b: mean ± sd", "b - a [95% CI]",
-            "p(diff)", "margin", "p(TOST)", "narrowest margin shown", "verdict"]
-    body = [[r["label"], r["task"], f"{r['budget']:,}", f"{r['n_a']}/{r['n_b']}", f"{r['mean_a']:.2f} ± {r['sd_a']:.2f}",
+    head = ["algorithm", "task", "budget", "runs a/b", "level", "a: mean ± sd", "b: mean ± sd",
+            "b - a [(1 - level) CI]", "p(diff)", "margin", "p(TOST)", "narrowest margin shown", "verdict"]
+    body = [[r["label"], r["task"], f"{r['budget']:,}", f"{r['n_a']}/{r['n_b']}", f"{r['level']:g}",
+             f"{r['mean_a']:.2f} ± {r['sd_a']:.2f}",
              f"{r['mean_b']:.2f} ± {r['sd_b']:.2f}",
              f"{r['difference']:+.2f} [{r['interval'][0]:+.2f}, {r['interval'][1]:+.2f}]", f"{r['p_different']:.3g}",
              f"±{r['margin']:.2f}", f"{r['p_equivalent']:.3g}", f"±{r['smallest_margin']:.2f}", r["verdict"]]
@@ -128,6 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--alpha", type=float, default=0.05, help="level of each test (default 0.05)")
     ap.add_argument("--budget", type=int, help="only this budget")
     ap.add_argument("--map", action="append", default=[], help="'label in a=label in b' when they differ")
+    ap.add_argument("--looks", action="append", default=[], metavar="LABEL@TASK=K",
+                    help="that comparison's verdict was read K times as runs were added: test it at alpha / K")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = ap.parse_args(argv)
     try:
@@ -136,6 +161,8 @@ def main(argv=None) -> int:
                 raise InputError(f"{path}: no such store")
         if args.margin is not None and not args.margin > 0:
             raise InputError(f"--margin: must be positive, not {args.margin}")
+        if not args.margin_frac > 0:
+            raise InputError(f"--margin-frac: must be positive, not {args.margin_frac}")
         if not 0 < args.alpha < 1:
             raise InputError(f"--alpha: must be in (0, 1), not {args.alpha}")
         mapping = {}
@@ -144,15 +171,25 @@ def main(argv=None) -> int:
                 raise InputError(f"--map: expected 'label in a=label in b', got {item!r}")
             k, v = item.split("=", 1)
             mapping[k] = v
-        rows = compare_stores(args.a, args.b, args.margin, args.margin_frac, args.alpha, args.budget, mapping)
+        looks = {}
+        for item in args.looks:
+            name, _, k = item.rpartition("=")
+            label, _, task = name.partition("@")
+            if not (label and task and k.isdigit() and int(k) >= 1):
+                raise InputError(f"--looks: expected 'LABEL@TASK=K' with K a whole number >= 1, got {item!r}")
+            looks[label, task] = int(k)
+        rows = compare_stores(args.a, args.b, args.margin, args.margin_frac, args.alpha, args.budget, mapping,
+                              looks=looks)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(format_rows(rows, args.markdown))
     n_eq = sum(r["verdict"] == "equivalent" for r in rows)
     n_diff = sum(r["verdict"] == "different" for r in rows)
-    print(f"\n{len(rows)} comparisons at level {args.alpha:g} each: {n_eq} equivalent, {n_diff} different, "
-          f"{len(rows) - n_eq - n_diff} undetermined")
+    lowered = [r for r in rows if r["level"] < args.alpha]
+    print(f"\n{len(rows)} comparisons at level {args.alpha:g} each"
+          + (f" ({len(lowered)} at a lower level after more than one look)" if lowered else "")
+          + f": {n_eq} equivalent, {n_diff} different, {len(rows) - n_eq - n_diff} undetermined")
     return 0
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from rlaudit.cli import main
 from rlaudit.protocol import load_protocol
 from rlaudit.run.machine import CPU_FLAGS, fingerprint_differences, machine_fingerprint
-from rlaudit.stats.equivalence import compare_samples
+from rlaudit.stats.equivalence import compare_relative, compare_samples, smallest_relative_margin
 from rlaudit.store import Store, stored_machines
 from rlaudit.store.sqlite import record_checksum
 
@@ -259,6 +259,61 @@ def test_compare_samples_verdicts():
     # ... or, for independent runs, all ended in one score: equal constants show no equivalence
     assert compare_samples([5.0, 5.0], [5.0, 5.0], margin=1.0, constant_is_exact=False).verdict == "undetermined"
     assert compare_samples([5.0, 5.0], [6.0, 6.0], margin=10.0, constant_is_exact=False).verdict == "different"
+
+
+def test_compare_relative_exact_values():
+    x, y = [1.0, 2.0, 3.0], [2.0, 3.0, 4.0]  # means 2 and 3, variances 1
+    c = compare_relative(x, y, frac=1.0, level=0.05)
+    # Upper bound c = 2: contrast 2 * 2 - 3 = 1, se = sqrt(4 / 3 + 1 / 3), Welch df = (5/3)^2 / ((16/9 + 1/9) / 2)
+    # = 50 / 17. Lower bound c = 0: contrast 3, se = sqrt(1 / 3), df = 2. The TOST p is the larger one-sided p.
+    assert c.p_equivalent == pytest.approx(0.24802768722926027, abs=1e-12)
+    assert c.p_equivalent > 0.017549359322992324
+    assert c.margin == 2.0 and c.verdict == "undetermined"
+    # the difference test and the interval are compare_samples's
+    same = compare_samples(x, y, margin=2.0, level=0.05)
+    assert (c.difference, c.p_different, c.interval) == (same.difference, same.p_different, same.interval)
+    # a negative reference mean: the bounds swap, the test is the mirror image
+    mirrored = compare_relative([-v for v in x], [-v for v in y], frac=1.0)
+    assert mirrored.p_equivalent == pytest.approx(c.p_equivalent, abs=1e-12) and mirrored.margin == 2.0
+
+
+def test_compare_relative_carries_the_reference_mean_uncertainty():
+    # The same data as a fixed margin of 25 % of mean(x): the relative test's p is larger at the upper edge,
+    # where the margin estimated from mean(x) grows with the difference's own error.
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(20.0, 5.0, 10), rng.normal(22.0, 5.0, 10)
+    fixed = compare_samples(x, y, margin=0.25 * x.mean(), constant_is_exact=False)
+    relative = compare_relative(x, y, frac=0.25)
+    assert relative.margin == pytest.approx(fixed.margin, rel=1e-12)
+    assert relative.p_equivalent > fixed.p_equivalent
+    assert compare_relative([5.0, 5.0], [5.0, 5.0], frac=0.5).verdict == "undetermined"  # constants: no evidence
+    assert compare_relative([0.0, 0.0], [1.0, -1.0], frac=0.5).p_equivalent == 1.0  # no relative margin around 0
+
+
+def test_smallest_relative_margin_is_the_edge_of_equivalence():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(20.0, 4.0, 20), rng.normal(21.0, 4.0, 20)
+    f = smallest_relative_margin(x, y)
+    assert 0.05 < f < 1.0
+    assert compare_relative(x, y, f).verdict == "equivalent"
+    assert compare_relative(x, y, f - 2e-4).verdict == "undetermined"
+    assert smallest_relative_margin([-1.0, 1.0, 0.5, -0.5], [1.0, 2.0, 3.0]) == float("inf")
+
+
+def test_relative_tost_keeps_its_level_where_a_fixed_reading_does_not():
+    """At the margin's edge (the other mean 1.5 times the reference's, normal scores, 20 runs a side) the TOST of
+    a margin of 50 % of the estimated mean, read as a known margin, rejects ~8 % of the time at level 0.05 (the
+    TOST alone: Welch's difference test would also reject here); the relative test stays at the level. The full table over score shapes and run counts:
+    ``bench/equivalence_calibration.py`` (docs/backends.md)."""
+    rng = np.random.default_rng(0)
+    reps, fixed, relative = 3000, 0, 0
+    for _ in range(reps):
+        x, y = rng.normal(10.0, 1.5, 20), rng.normal(15.0, 2.25, 20)
+        fixed += compare_samples(x, y, 0.5 * x.mean(), reps=1, constant_is_exact=False).p_equivalent < 0.05
+        relative += compare_relative(x, y, 0.5, reps=1).p_equivalent < 0.05
+    se = np.sqrt(0.05 * 0.95 / reps)
+    assert relative / reps < 0.05 + 3 * se
+    assert fixed / reps > 0.05 + 3 * se  # the flaw the relative test removes is visible at this many pairs
 
 
 @pytest.mark.parametrize(("x", "y", "margin", "level", "message"), [
