@@ -205,6 +205,65 @@ def _cartpole_config():
 
 
 # ------------------------------------------------------------------------------------------ maths
+def test_the_replays_agree_with_the_sb3_buffers_on_one_stream_of_transitions(monkeypatch):
+    """Dopamine's Rainbow replay (3-step returns, prioritized replay with alpha 0.5) on both backends, fed one
+    stream of MinAtar-shaped transitions (episodes that terminate or time out; the ring of 64 wraps twice), and
+    read after every transition with the same uniform draws: the same sampled indices, observations, n-step
+    returns, discounts, cut flags and next observations, the same importance weights, and the same priorities
+    after the same updates. (The training-step check of tests/test_backend_equivalence.py starts from one batch;
+    this one checks how the batch is made.)"""
+    from gymnasium import spaces
+
+    from rlaudit.algorithms.dqn_family import PrioritizedNStepReplayBuffer
+    from rlaudit.run.backends.jax import replay
+
+    cfg = _config(_name="DopamineRainbow", n_steps=3, prioritized=True, per_alpha=0.5, per_beta=0.5, batch_size=8)
+    shape, n = cfg.obs_shape, cfg.buffer_size
+    ref = PrioritizedNStepReplayBuffer(n, spaces.Box(0, 1, shape, bool), spaces.Discrete(6), device="cpu",
+                                       n_steps=3, gamma=cfg.gamma, alpha=0.5, eps=cfg.per_eps)
+    buf = replay.empty(cfg)
+    add = jax.jit(lambda b, *a: replay.add(cfg, b, *a))
+    sample = jax.jit(lambda b, k: replay.sample(cfg, b, k, jnp.float32(0.5)))
+    update = jax.jit(lambda b, i, e: replay.update_priorities(cfg, b, i, e))
+    rng = np.random.default_rng(0)
+    error_of = rng.exponential(size=n).astype(np.float32)  # one error per slot: a repeated index gets one value
+    leaves = 1 << (n - 1).bit_length()
+    obs, ends = rng.random(shape) < 0.3, {"terminated": 0, "truncated": 0}
+    for t in range(150):
+        next_obs = rng.random(shape) < 0.3
+        action, reward, end = int(rng.integers(6)), float(rng.integers(0, 2)), rng.random()
+        terminated, truncated = end < 0.08, 0.08 <= end < 0.12
+        ends["terminated"] += terminated
+        ends["truncated"] += truncated
+        ref.add(obs[None], next_obs[None], np.array([action]), np.array([reward]),
+                np.array([terminated or truncated]), [{"TimeLimit.truncated": truncated}])
+        buf = add(buf, jnp.asarray(obs), jnp.int32(action), jnp.float32(reward), jnp.asarray(next_obs),
+                  jnp.bool_(terminated or truncated), jnp.bool_(truncated))
+        obs = rng.random(shape) < 0.3 if terminated or truncated else next_obs
+        if t < 8:
+            continue
+        key = jax.random.PRNGKey(t)
+        batch = sample(buf, key)
+        uniforms = np.asarray(jax.random.uniform(key, (cfg.batch_size,)), np.float64)
+        monkeypatch.setattr(np.random, "random", lambda size, u=uniforms: u)
+        theirs = ref.sample_prioritized(cfg.batch_size, 0.5)
+        np.testing.assert_array_equal(np.asarray(batch.indices), theirs.indices)
+        np.testing.assert_allclose(np.asarray(batch.weights), theirs.weights, rtol=1e-5)
+        s = theirs.samples
+        np.testing.assert_array_equal(np.asarray(batch.obs), s.observations.numpy().astype(bool))
+        np.testing.assert_array_equal(np.asarray(batch.actions), s.actions.numpy().ravel())
+        np.testing.assert_allclose(np.asarray(batch.rewards), s.rewards.numpy().ravel(), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(batch.discounts), s.discounts.numpy().ravel(), rtol=1e-6)
+        np.testing.assert_array_equal(np.asarray(batch.dones), s.dones.numpy().ravel())
+        np.testing.assert_array_equal(np.asarray(batch.next_obs), s.next_observations.numpy().astype(bool))
+        errors = error_of[theirs.indices] * (1.0 + t / 50)
+        ref.update_priorities(theirs.indices, errors)
+        buf = update(buf, batch.indices, jnp.asarray(errors))
+        np.testing.assert_allclose(np.asarray(buf.tree)[leaves:leaves + n], ref.tree.get(np.arange(n)), rtol=1e-6)
+        assert float(buf.max_priority) == pytest.approx(ref.max_priority, rel=1e-6)
+    assert ends["terminated"] > 5 and ends["truncated"] > 3  # both kinds of episode end were exercised
+
+
 def test_categorical_projection_and_quantile_loss_match_the_torch_built_ins():
     import torch
 
