@@ -324,3 +324,21 @@ def test_relative_tost_keeps_its_level_where_a_fixed_reading_does_not():
 def test_compare_samples_rejects_bad_arguments(x, y, margin, level, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         compare_samples(x, y, margin, level)
+
+
+def test_the_equivalence_calibration_bench_prints_every_cell(capsys):
+    """bench/equivalence_calibration.py (the error rates in docs/backends.md) runs end to end; a few pairs per
+    cell here, 4,000 for the record."""
+    import importlib
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        bench = importlib.import_module("equivalence_calibration")
+    finally:
+        sys.path.pop(0)
+    assert bench.main(["--reps", "3"]) == 0
+    out = capsys.readouterr().out
+    cells = [line for line in out.splitlines() if line.startswith(("fixed ", "ratio "))]
+    assert len(cells) == 2 * len(bench.SHAPES) * len(bench.SIZES)
+    assert sum(line.startswith("| ") for line in out.splitlines()) == 1 + len(bench.SIZES)
+    assert "| 10/10+10 a/2 |" in out
