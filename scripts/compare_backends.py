@@ -66,7 +66,7 @@ def scores_by_key(stores: str | Sequence[str]) -> dict[tuple[str, str, int], dic
 def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float | None = None,
                    margin_frac: float | None = 0.25, alpha: float = 0.05, budget: int | None = None,
                    mapping: dict[str, str] | None = None, seed: int = 0,
-                   looks: dict[tuple[str, str], int] | None = None) -> list[dict]:
+                   looks: dict[tuple[str, str], int] | None = None, min_runs: int = 2) -> list[dict]:
     """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
 
     ``looks`` maps ``(label, task)`` to the number of times its verdict was read as runs were added (seeds added
@@ -74,8 +74,11 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
     whatever made the runs be added; each earlier look, read at ``alpha``, was undetermined, so it stays
     undetermined at the lower level).
 
+    A (label, task, budget) with fewer than ``min_runs`` finished runs on a side is left out (not compared yet).
+
     Raises:
-        InputError: nothing in common, fewer than 2 runs a side everywhere, or a ``looks`` entry matching no row.
+        InputError: nothing in common, fewer than ``min_runs`` runs a side everywhere, or a ``looks`` entry
+            matching no row.
     """
     import numpy as np
 
@@ -93,7 +96,7 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
         if key not in sb or (budget is not None and bud != budget):
             continue
         x, y = np.array(list(xa.values())), np.array(list(sb[key].values()))
-        if x.size < 2 or y.size < 2:
+        if min(x.size, y.size) < max(2, min_runs):
             continue
         rng = np.random.default_rng(seed)
         level = alpha / looks.get((label, task), 1)
@@ -112,8 +115,9 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
     if unmatched:
         raise InputError(f"--looks {unmatched[0][0]}@{unmatched[0][1]}: no such compared (algorithm, task)")
     if not rows:
-        raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least 2 finished "
-                         f"runs in both sides' stores" + (f" at budget {budget}" if budget is not None else ""))
+        raise InputError(f"--a {_names(a)} / --b {_names(b)}: no (algorithm, task, budget) with at least "
+                         f"{max(2, min_runs)} finished runs in both sides' stores"
+                         + (f" at budget {budget}" if budget is not None else ""))
     return rows
 
 
@@ -153,6 +157,8 @@ def main(argv=None) -> int:
     ap.add_argument("--map", action="append", default=[], help="'label in a=label in b' when they differ")
     ap.add_argument("--looks", action="append", default=[], metavar="LABEL@TASK=K",
                     help="that comparison's verdict was read K times as runs were added: test it at alpha / K")
+    ap.add_argument("--min-runs", type=int, default=2,
+                    help="compare a (label, task, budget) only once each side has this many finished runs (default 2)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = ap.parse_args(argv)
     try:
@@ -178,8 +184,10 @@ def main(argv=None) -> int:
             if not (label and task and k.isdigit() and int(k) >= 1):
                 raise InputError(f"--looks: expected 'LABEL@TASK=K' with K a whole number >= 1, got {item!r}")
             looks[label, task] = int(k)
+        if args.min_runs < 2:
+            raise InputError(f"--min-runs: must be at least 2, not {args.min_runs}")
         rows = compare_stores(args.a, args.b, args.margin, args.margin_frac, args.alpha, args.budget, mapping,
-                              looks=looks)
+                              looks=looks, min_runs=args.min_runs)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -123,6 +123,20 @@ def test_compare_script_refuses_bad_looks_in_one_line(looks, message, capsys):
     assert out.out == "" and out.err == f"error: {message}\n"
 
 
+def test_a_comparison_waits_for_min_runs_on_each_side(capsys):
+    compare = _script()
+    sb3 = str(REPO / "sweeps" / "fidelity-minatar-100k" / "store.sqlite")
+    jax = str(REPO / "sweeps" / "backend-equivalence" / "store.sqlite")
+    every = compare.compare_stores(sb3, jax, budget=100_000)
+    ten = compare.compare_stores(sb3, jax, budget=100_000, min_runs=10)
+    assert ten == [r for r in every if min(r["n_a"], r["n_b"]) >= 10] and len(ten) >= 4
+    assert compare.main(["--a", sb3, "--b", jax, "--min-runs", "1"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == "error: --min-runs: must be at least 2, not 1\n"
+    assert compare.main(["--a", sb3, "--b", jax, "--min-runs", "1000"]) == 2
+    assert capsys.readouterr().err.strip().endswith("with at least 1000 finished runs in both sides' stores")
+
+
 def test_a_second_look_halves_that_comparisons_level():
     compare = _script()
     sides = ([str(REPO / "sweeps" / "fidelity-minatar-100k" / "store.sqlite")],
