@@ -19,15 +19,15 @@ REPO = Path(__file__).resolve().parents[1]
 needs_jax = pytest.mark.skipif(missing_dependency() is not None, reason=str(missing_dependency()))
 RECORD = REPO / "sweeps" / "backend-equivalence" / "comparison-100k.md"
 """The recorded comparison at the published settings (docs/backends.md): ``scripts/compare_backends.py`` with
-``RECORD_ARGS`` on the committed stores (seeds 0-9 of every agent and game; seeds 10-19 of DQN and QR-DQN on
-SpaceInvaders pooled in, added after their 10-seed verdicts were undetermined: two looks, each at half the
-level)."""
+``RECORD_ARGS`` on the committed stores (seeds 0-9 of every agent and game; seeds 10-19 of DQN, QR-DQN and
+Dopamine's Rainbow on SpaceInvaders pooled in, added after their 10-seed verdicts: two looks, each at half the
+level; a comparison is made once both sides have 10 runs)."""
 RECORD_ARGS = ["--a", "sweeps/fidelity-minatar-100k/store.sqlite",
                "--a", "sweeps/backend-equivalence-seeds-10-19-sb3/store.sqlite",
                "--b", "sweeps/backend-equivalence/store.sqlite",
                "--b", "sweeps/backend-equivalence-seeds-10-19-jax/store.sqlite", "--margin-frac", "0.25",
                "--looks", "DQN@MinAtar/SpaceInvaders-v1=2", "--looks", "QR-DQN@MinAtar/SpaceInvaders-v1=2",
-               "--markdown"]
+               "--looks", "Rainbow (Dopamine)@MinAtar/SpaceInvaders-v1=2", "--min-runs", "10", "--markdown"]
 
 # The settings of tests/test_jax_backend.py's PROTOCOL (same JAX configuration and number of seeds, so that one
 # compiled program serves both files in one pytest process).
@@ -204,7 +204,7 @@ def test_recorded_comparison_at_100k_is_what_the_committed_stores_give(capsys, m
     sides = [[v for k, v in zip(RECORD_ARGS, RECORD_ARGS[1:]) if k == side] for side in ("--a", "--b")]
     looks = {tuple(v.rsplit("=", 1)[0].split("@")): int(v.rsplit("=", 1)[1])
              for k, v in zip(RECORD_ARGS, RECORD_ARGS[1:]) if k == "--looks"}
-    rows = compare.compare_stores(*sides, margin_frac=0.25, looks=looks)
+    rows = compare.compare_stores(*sides, margin_frac=0.25, looks=looks, min_runs=10)
     assert {r["label"] for r in rows} >= {"DQN", "C51", "QR-DQN"} and all(r["n_a"] >= 5 and r["n_b"] >= 5 for r in rows)
     assert all(r["n_a"] >= 10 and r["n_b"] >= 10 for r in rows if r["verdict"] == "equivalent")
     pooled = {(r["label"], r["task"]): (r["n_a"], r["n_b"]) for r in rows if r["task"] == "MinAtar/SpaceInvaders-v1"}
