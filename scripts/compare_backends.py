@@ -20,10 +20,10 @@ Usage::
 ``--a`` and ``--b`` may each be given several times: the runs of one side's stores are pooled (e.g. seeds 0-9
 in one store and seeds 10-19 in another); a run found in two stores of one side is refused.
 
-A comparison whose runs were added after a first verdict came out *undetermined* (more seeds, pooled as
-above) has been looked at twice: ``--looks "LABEL@TASK=2"`` tests it at ``alpha / 2`` (Bonferroni over the
-looks; uncorrected, two looks at 10 and 20 runs a side show equivalence at the margin's edge more often than
-``alpha``: ``bench/equivalence_calibration.py``).
+A comparison whose runs were added after a first look (more seeds, pooled as above) has been looked at twice:
+``--looks "LABEL@TASK=2"`` tests it at ``alpha / 2`` (Bonferroni over the looks, valid when the first look's
+p-values were both at or above ``alpha / 2``). Uncorrected, two looks at 10 and 20 runs a side err more often
+than ``alpha``: ``bench/equivalence_calibration.py``.
 
 Labels are matched by name; with ``--map "A label=B label"`` (repeatable) only the mapped labels are compared
 (two entries of one store: ``--a`` and ``--b`` the same file). Exit status 2 with one line on bad
@@ -69,10 +69,9 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
                    looks: dict[tuple[str, str], int] | None = None, min_runs: int = 2) -> list[dict]:
     """One row per common (label, task, budget): sample sizes, means, standard deviations, the comparison.
 
-    ``looks`` maps ``(label, task)`` to the number of times its verdict was read as runs were added (seeds added
-    after an *undetermined* verdict): that row is tested at ``alpha / looks`` (Bonferroni over the looks, valid
-    whatever made the runs be added; each earlier look, read at ``alpha``, was undetermined, so it stays
-    undetermined at the lower level).
+    ``looks`` maps ``(label, task)`` to the number of times its verdict was read as runs were added: that row is
+    tested at ``alpha / looks`` (Bonferroni over the looks). That keeps ``alpha`` whatever made the runs be added,
+    provided no earlier look decided anything at ``alpha / looks``: both of its p-values were at or above it.
 
     A (label, task, budget) with fewer than ``min_runs`` finished runs on a side is left out (not compared yet).
 
