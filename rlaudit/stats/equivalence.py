@@ -50,9 +50,9 @@ class SampleComparison:
     """``equivalent``, ``different`` or ``undetermined`` (at the level given)."""
 
 
-def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Standard error of ``mean(y) - mean(x)`` and Welch–Satterthwaite degrees of freedom."""
-    vx, vy = np.var(x, ddof=1) / x.size, np.var(y, ddof=1) / y.size
+def _welch(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> tuple[float, float]:
+    """Standard error of ``mean(y) - c * mean(x)`` and Welch–Satterthwaite degrees of freedom."""
+    vx, vy = c * c * np.var(x, ddof=1) / x.size, np.var(y, ddof=1) / y.size
     se = float(np.sqrt(vx + vy))
     if se == 0.0:
         return 0.0, np.inf
@@ -137,14 +137,11 @@ def _relative_p(x: np.ndarray, y: np.ndarray, frac: float) -> float:
     if mx == 0.0:
         return 1.0
     sign = 1.0 if mx > 0 else -1.0
-    vx, vy = np.var(x, ddof=1) / x.size, np.var(y, ddof=1) / y.size
     p = 0.0
     for c, upper in ((1 + sign * frac, True), (1 - sign * frac, False)):
-        a = c * c * vx
-        se = float(np.sqrt(a + vy))
+        se, df = _welch(x, y, c)
         if se == 0.0:
             return 1.0  # constant samples of independent runs: no evidence (see compare_samples)
-        df = (a + vy) ** 2 / (a * a / (x.size - 1) + vy * vy / (y.size - 1))
         t = (c * mx - my) / se if upper else (my - c * mx) / se
         p = max(p, float(stats.t.sf(t, df)))
     return p
