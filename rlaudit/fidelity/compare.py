@@ -136,9 +136,7 @@ def compare_task(task: str, x, y, *, alpha_task: float, margin_sd: float = 1.0, 
         seed: seed of the bootstrap.
         reps: bootstrap replicates.
     """
-    from scipy import stats
-
-    from rlaudit.stats.equivalence import _welch, compare_samples
+    from rlaudit.stats.equivalence import compare_samples, smallest_margin
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     sd = pooled_sd(x, y)
@@ -146,8 +144,7 @@ def compare_task(task: str, x, y, *, alpha_task: float, margin_sd: float = 1.0, 
     if not m > 0:  # both samples constant and equal: any positive margin
         m = float(np.finfo(float).eps)
     c = compare_samples(x, y, m, level=alpha_task, reps=reps, rng=np.random.default_rng(seed), constant_is_exact=False)
-    se, df = _welch(x, y)
-    shown = abs(c.difference) + (float(stats.t.ppf(1 - alpha_task, df)) * se if se > 0 else 0.0)
+    shown = smallest_margin(x, y, alpha_task)
     verdict = {"different": "differs"}.get(c.verdict, c.verdict)
     return TaskFidelity(task, c.n_x, c.n_y, c.mean_x, float(np.std(x, ddof=1)), c.mean_y, float(np.std(y, ddof=1)),
                         c.difference, c.interval, c.p_different, c.p_equivalent, c.margin, sd, shown, alpha_task,
