@@ -624,35 +624,21 @@ def test_a_killed_driver_with_a_batch_in_flight_resumes(tmp_path):
     """SIGKILL `rlaudit run` once the batch's two runs are `running` in the store (inline: the batch trains in the
     driver); the next `rlaudit run` retries both, and they finish with their evaluations."""
     import os
-    import signal
     import sqlite3
     import subprocess
     import sys
-    import time
 
     from click.testing import CliRunner
 
     from rlaudit.cli import main
-    from tests.test_run import _statuses
+    from tests.test_run import _statuses, sigkill_when
 
     path = _protocol(tmp_path)
     store = tmp_path / "store.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(path), "--store", str(store), "--workers",
                              "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
-
-    try:
-        deadline = time.monotonic() + 120
-        while sorted(_statuses(store).values()) != ["running", "running"] and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()[1]
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    sigkill_when(proc, lambda: sorted(_statuses(store).values()) == ["running", "running"])
     assert sorted(_statuses(store).values()) == ["running", "running"]
     result = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
     assert result.exit_code == 0, result.output

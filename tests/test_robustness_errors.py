@@ -15,6 +15,7 @@ from rlaudit.cli import main
 from rlaudit.errors import InputError
 from rlaudit.protocol import load_protocol, plan
 from tests.test_robustness import STORE_PROTOCOL, filled_store, one_line_error
+from tests.test_run import stored_evaluations
 
 DEEP = 3000
 """Past Python's recursion limit (1,000), so that a parser, checker or hash that recurses fails."""
@@ -419,7 +420,7 @@ def test_ray_inbox_actor_killed_mid_sweep_records_the_runs_failed(tmp_path):
             deadline = time.monotonic() + 240
             while not killed and proc.poll() is None and time.monotonic() < deadline:
                 inbox = list(cluster.task_pids("_Inbox"))
-                if inbox and _stored_evaluations(store):
+                if inbox and stored_evaluations(store):
                     os.kill(inbox[0], signal.SIGKILL)
                     killed = True
                 time.sleep(0.05)
@@ -440,17 +441,6 @@ def test_ray_inbox_actor_killed_mid_sweep_records_the_runs_failed(tmp_path):
     assert set(statuses.values()) <= {"done", "failed"} and "failed" in statuses.values(), statuses
     assert all("event inbox (a Ray actor) died mid-sweep" in e for e in errors), errors
     assert " failed" in err and "done" in err  # the summary
-
-
-def _stored_evaluations(store) -> bool:
-    try:
-        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.2)
-        try:
-            return con.execute("SELECT count(*) FROM evaluations").fetchone()[0] > 0
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
 
 
 def test_deep_yaml_runtime_env_is_one_line(tmp_path):

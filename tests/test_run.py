@@ -326,6 +326,36 @@ def _statuses(store: Path) -> dict[str, str]:
         return {}
 
 
+def stored_evaluations(store: Path, timeout: float = 0.2) -> bool:
+    """Whether the store at ``store`` (being written by a driver) holds an evaluation yet."""
+    try:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=timeout)
+        try:
+            return con.execute("SELECT count(*) FROM evaluations").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
+def sigkill_when(proc: subprocess.Popen, ready, timeout: float = 120.0) -> None:
+    """Wait until ``ready()`` (failing if ``proc`` ends first or ``timeout`` seconds pass), then SIGKILL ``proc`` and
+    reap it."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "timed out waiting to kill the driver"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+
+
 def _wait_for(store: Path, proc: subprocess.Popen, done: int, timeout: float = 120.0) -> dict[str, str]:
     """Wait until ``done`` runs are finished and another one is running with an evaluation recorded."""
     deadline = time.monotonic() + timeout

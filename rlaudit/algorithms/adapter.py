@@ -63,12 +63,13 @@ class _StopTraining(Exception):
     """Raised from the callback when an algorithm keeps stepping after being told to stop."""
 
 
-def _sb3_callback(on_step: Callable[[int], bool | None]):
+def _sb3_callback(on_step: Callable[[int], bool | None], on_boundary: Callable[[int], None] | None = None):
     """Wrap ``on_step(num_timesteps)`` as an SB3 ``BaseCallback``.
 
     Returning ``False`` stops SB3's own algorithms at once; a few (sb3-contrib's ARS, which evaluates
     whole candidate policies) ignore it, so a call after a stop raises :class:`_StopTraining`, which
-    :meth:`Agent.train` catches.
+    :meth:`Agent.train` catches. ``on_boundary(num_timesteps)``, when given, is called at the start of each
+    rollout (in SB3's off-policy loop: after the last transition was stored and the last update made).
     """
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -80,6 +81,10 @@ def _sb3_callback(on_step: Callable[[int], bool | None]):
                 raise _StopTraining
             self.stopped = on_step(self.num_timesteps) is False
             return not self.stopped
+
+        def _on_rollout_start(self) -> None:
+            if on_boundary is not None:
+                on_boundary(self.num_timesteps)
 
     return StepCallback()
 
@@ -104,18 +109,26 @@ class Agent:
         """``"sb3"`` or ``"learner"``."""
         return self.spec.kind
 
-    def train(self, total_timesteps: int, on_step: Callable[[int], bool | None] | None = None) -> None:
-        """Train in one uninterrupted ``learn`` call.
+    def train(self, total_timesteps: int, on_step: Callable[[int], bool | None] | None = None,
+              on_boundary: Callable[[int], None] | None = None) -> None:
+        """Train in one ``learn`` call to ``total_timesteps`` steps in all.
+
+        An SB3 model restored from a checkpoint (:mod:`rlaudit.run.checkpoint`) has taken steps already: it
+        learns the steps left with ``reset_num_timesteps=False``, which keeps its schedules on the total.
 
         Args:
-            total_timesteps: environment steps to train for.
+            total_timesteps: environment steps to train for, counted from the start of the run.
             on_step: called with the number of steps taken so far after every environment step;
                 returning ``False`` stops training early.
+            on_boundary: SB3 algorithms only: called with the steps taken so far at the start of each rollout.
         """
         if self.kind == "sb3":
-            callback = _sb3_callback(on_step) if on_step is not None else None
+            callback = _sb3_callback(on_step or (lambda steps: True), on_boundary) \
+                if on_step is not None or on_boundary is not None else None
+            done = int(self.model.num_timesteps)
             try:
-                self.model.learn(total_timesteps=int(total_timesteps), callback=callback, progress_bar=False)
+                self.model.learn(total_timesteps=int(total_timesteps) - done, callback=callback, progress_bar=False,
+                                 reset_num_timesteps=done == 0)
             except _StopTraining:
                 pass
         else:

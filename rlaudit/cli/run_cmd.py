@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -183,16 +184,22 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
 @click.option("--run-timeout", type=float, default=None, metavar="SECONDS",
               help="Stop a run that trains longer than this and record it timed out; the sweep goes on "
                    "(default: the protocol's run_timeout, else none).")
+@click.option("--checkpoint-every", type=float, default=None, metavar="SECONDS",
+              help="Local executor: save each run's state this often (default 600), at an update boundary, in "
+                   "STORE.checkpoints/; a run killed part-way resumes from it with the same numbers (SB3 "
+                   "off-policy algorithms: the DQN family, SAC, TD3; others restart). 0: at every boundary.")
+@click.option("--no-checkpoints", is_flag=True, help="Local executor: no mid-run checkpoints.")
 @click.option("--runtime-env", default=None, metavar="JSON|FILE",
               help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
 @rerun_options
 def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
-        executor: str, address, cpus_per_run, gpus_per_run, max_retries, run_timeout, runtime_env, rerun_suite=None,
-        rerun_budgets=None, rerun_seeds=None) -> None:
+        executor: str, address, cpus_per_run, gpus_per_run, max_retries, run_timeout, checkpoint_every,
+        no_checkpoints, runtime_env, rerun_suite=None, rerun_budgets=None, rerun_seeds=None) -> None:
     """Train and evaluate PROTOCOL's runs into a resumable store.
 
-    Finished runs in the store are skipped; unfinished ones restart from scratch. Exit status 1 when some
-    runs failed (their tracebacks are in the store), 130 on Ctrl-C (finished runs kept).
+    Finished runs in the store are skipped; unfinished ones resume from their last checkpoint (the DQN family and
+    other SB3 off-policy algorithms, local executor) or restart from scratch. Exit status 1 when some runs
+    failed (their tracebacks are in the store), 130 on Ctrl-C (finished runs and checkpoints kept).
     """
     from rich.console import Console
 
@@ -213,9 +220,21 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         raise InputError(f"--workers: must be at least 1, got {workers}")
     if executor == "ray" and workers is not None:
         raise InputError("--workers: applies to --executor local only; Ray places runs by --cpus-per-run")
+    if executor == "ray" and (checkpoint_every is not None or no_checkpoints):
+        flag = "--checkpoint-every" if checkpoint_every is not None else "--no-checkpoints"
+        raise InputError(f"{flag}: applies to --executor local only; runs on a Ray cluster restart from scratch")
+    if checkpoint_every is not None and no_checkpoints:
+        raise InputError("--checkpoint-every: cannot be given with --no-checkpoints")
+    if checkpoint_every is not None and not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
+        raise InputError(f"--checkpoint-every: expected a number of seconds >= 0, got {checkpoint_every:g}")
     opts = dict(ray_opts)
     if workers is not None:
         opts["workers"] = workers
+    if executor == "local" and not no_checkpoints:
+        from rlaudit.run.checkpoint import DEFAULT_EVERY_S, Checkpoints, checkpoint_dir
+
+        every = DEFAULT_EVERY_S if checkpoint_every is None else checkpoint_every
+        opts["checkpoints"] = Checkpoints(checkpoint_dir(store_path), every)
     if run_timeout is not None:
         from rlaudit.protocol.loader import run_timeout_value
 

@@ -1,6 +1,7 @@
 """The driver: plans a protocol, owns the store (the single writer), hands runs to an executor, shows
 progress and prints the summary. Resume is the default: finished runs are skipped, unfinished ones (a
-killed or interrupted driver, a failure) restart from scratch."""
+killed or interrupted driver, a failure) restart from scratch, or from their last mid-run checkpoint when the
+executor keeps them and the run was killed or interrupted (:mod:`rlaudit.run.checkpoint`)."""
 
 from __future__ import annotations
 

@@ -131,15 +131,18 @@ class LocalExecutor:
         workers: number of worker processes (default: the cores available, capped at the number of runs).
         run_timeout: wall-time limit of one run in seconds, from the worker's start of it (``None``: none); a
             batch of n runs gets n times it.
+        checkpoints: mid-run checkpoints of the runs that allow them (:mod:`rlaudit.run.checkpoint`; ``None``:
+            none): a run killed or interrupted part-way resumes from its last one when the sweep is run again.
     """
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, run_timeout: float | None = None):
+    def __init__(self, workers: int | None = None, run_timeout: float | None = None, checkpoints=None):
         if workers is not None and workers < 1:
             raise InputError(f"--workers: must be at least 1, got {workers}")
         self.workers = workers
         self.run_timeout = check_run_timeout(run_timeout)
+        self.checkpoints = checkpoints
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
         """Execute ``specs``, longest first, reporting to ``sink`` as records arrive."""
@@ -167,7 +170,7 @@ class LocalExecutor:
             ids = [s.run_id for s in batch]
             report = (lambda steps, ids=ids: [progress(rid, steps) for rid in ids]) if progress else None
             try:
-                outcomes = execute_batch(batch, sink.record, progress=report)
+                outcomes = execute_batch(batch, sink.record, progress=report, checkpoints=self.checkpoints)
             except Exception:  # the batch's failure is data; KeyboardInterrupt is not caught
                 error = batch_error(batch, traceback.format_exc())
                 for spec in batch:
@@ -204,7 +207,7 @@ class LocalExecutor:
             nonlocal counter
             counter += 1
             name = f"w{counter}"
-            p = ctx.Process(target=_worker_main, args=(name, tasks, events, os.getpid()), name=f"rlaudit-{name}",
+            p = ctx.Process(target=_worker_main, args=(name, tasks, events, os.getpid(), self.checkpoints), name=f"rlaudit-{name}",
                             daemon=True)
             p.start()
             procs[name] = p
@@ -335,7 +338,7 @@ def _die_with_parent() -> None:
             pass
 
 
-def _worker_main(name: str, tasks, events, parent_pid: int) -> None:
+def _worker_main(name: str, tasks, events, parent_pid: int, checkpoints=None) -> None:
     """Body of a pool worker: take specs until the stop marker, send events back."""
     _die_with_parent()
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
@@ -360,7 +363,8 @@ def _worker_main(name: str, tasks, events, parent_pid: int) -> None:
                 events.put(("progress", run_id, steps))
 
         try:
-            outcomes = execute_batch(batch, lambda rec: events.put(("record", rec)), progress=report)
+            outcomes = execute_batch(batch, lambda rec: events.put(("record", rec)), progress=report,
+                                     checkpoints=checkpoints)
         except (Exception, KeyboardInterrupt):  # SIGINT is ignored here: a KeyboardInterrupt is the run's own
             error = batch_error(batch, traceback.format_exc())
             for spec in batch:

@@ -2,7 +2,8 @@
 
 A run trains **once**, uninterrupted, to its largest budget (one ``learn(total_timesteps)`` call, so that
 stable-baselines3's progress-based schedules — ε decay, learning-rate and clip-range schedules — are those
-of a run of that length) and is evaluated from inside training, by a callback, when it passes each
+of a run of that length; a run resumed from a mid-run checkpoint, :mod:`rlaudit.run.checkpoint`, re-enters
+``learn`` for the steps left, with the same schedules) and is evaluated from inside training, by a callback, when it passes each
 smaller budget and every ``eval_every`` steps. The evaluation at the largest budget is made after
 ``learn`` returns, so it is exactly what a plain "learn, then evaluate" script measures.
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlaudit.run.checkpoint import Checkpoints, checkpointable, random_states, set_random_states
 from rlaudit.run.envs import make_env
 from rlaudit.run.spec import EvalRecord, EvalSpec, RunResult, RunSpec
 
@@ -48,7 +50,8 @@ class RunExited(RuntimeError):
 
 def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
                 progress: Callable[[int], None] | None = None,
-                build_agent: Callable[[RunSpec, object], object] | None = None) -> RunResult:
+                build_agent: Callable[[RunSpec, object], object] | None = None,
+                checkpoints: Checkpoints | None = None) -> RunResult:
     """Train ``spec`` to its largest budget and evaluate it at every evaluation point.
 
     Args:
@@ -58,6 +61,9 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
         build_agent: ``(spec, training env) -> agent`` with ``train(total, on_step)``, ``predict(obs,
             deterministic)`` and ``kind``, for another implementation of ``spec``'s algorithm (the fidelity
             harness's reference, :mod:`rlaudit.fidelity`); default: the registered algorithm.
+        checkpoints: where and how often to checkpoint the run (:mod:`rlaudit.run.checkpoint`); a checkpoint
+            of ``spec`` found there is resumed: its evaluations are emitted again, then training goes on from
+            it. ``None``: no checkpoints (and ``build_agent`` runs are never checkpointed).
 
     Returns:
         The :class:`RunResult`.
@@ -68,41 +74,70 @@ def execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             would otherwise end the driver with exit status 0 and leave the run ``running``).
     """
     try:
-        return _execute_run(spec, emit, progress, build_agent)
+        result = _execute_run(spec, emit, progress, build_agent, checkpoints)
     except SystemExit as exc:
+        if checkpoints is not None:
+            checkpoints.discard(spec)
         raise RunExited(f"{spec.run_id}: the algorithm or environment code called sys.exit({exc.code!r}) "
                         f"during the run") from exc
+    except Exception:  # a failure is retried from scratch; a kill or Ctrl-C keeps the checkpoint
+        if checkpoints is not None:
+            checkpoints.discard(spec)
+        raise
+    if checkpoints is not None:
+        checkpoints.discard(spec)
+    return result
 
 
 def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
-                 progress: Callable[[int], None] | None, build_agent=None) -> RunResult:
+                 progress: Callable[[int], None] | None, build_agent=None,
+                 checkpoints: Checkpoints | None = None) -> RunResult:
     t0, cpu0 = time.perf_counter(), time.process_time()
-    env = make_env(spec.task, spec.seed)
-    eval_envs: list = []
+    if build_agent is not None:
+        checkpoints = None
+    resumed = checkpoints.load(spec) if checkpoints is not None else None
+    made: list[EvalRecord] = []  # this run's evaluations so far (a checkpoint keeps them)
+    if resumed is not None:
+        env, agent, eval_envs = resumed["env"], resumed["agent"], resumed["eval_envs"]
+        set_random_states(resumed["random"])
+        t0, cpu0 = t0 - resumed["wall_s"], cpu0 - resumed["cpu_s"]
+        start = resumed["env_steps"]
+        for rec in resumed["evaluations"]:
+            made.append(rec)
+            emit(rec)
+        if progress is not None:
+            progress(start)
+    else:
+        env, eval_envs, start = make_env(spec.task, spec.seed), [], 0
     try:
-        if build_agent is not None:
-            agent = build_agent(spec, env)
-        else:
-            from rlaudit.algorithms import make_agent
+        if resumed is None:
+            if build_agent is not None:
+                agent = build_agent(spec, env)
+            else:
+                from rlaudit.algorithms import make_agent
 
-            agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
-                               policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
-            skip_redundant_mode_switches(agent)
-            precompute_observation_checks(agent)
-        eval_envs += make_eval_envs(spec.task, spec.eval.eval_seed, spec.eval.n_eval_episodes,
-                                    can_batch(agent, spec.eval))
+                agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
+                                   policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
+                skip_redundant_mode_switches(agent)
+                precompute_observation_checks(agent)
+            eval_envs += make_eval_envs(spec.task, spec.eval.eval_seed, spec.eval.n_eval_episodes,
+                                        can_batch(agent, spec.eval))
         total = spec.total_steps
-        pending = [p for p in spec.eval_points() if p < total]  # the last one is made after training
+        # the last one is made after training; a resumed run made those up to its checkpoint
+        pending = [p for p in spec.eval_points() if start < p < total]
         # on_step runs after every env step: its fast path is one comparison with the next step at which
         # anything is due (an evaluation point, or a look at the clock for progress).
-        state = {"steps": 0, "next_report": time.monotonic() + PROGRESS_INTERVAL_S, "due": 0}
+        state = {"steps": start, "next_report": time.monotonic() + PROGRESS_INTERVAL_S, "due": 0,
+                 "next_checkpoint": time.monotonic() + (checkpoints.every if checkpoints else 0)}
 
         def evaluate_at(steps: int) -> None:
             returns, lengths = evaluate(agent, eval_envs, spec.eval, steps)
             if not all(math.isfinite(r) for r in returns):
                 raise FloatingPointError(f"evaluation at {steps} env steps gave a non-finite return "
                                          f"({returns}); the run diverged")
-            emit(EvalRecord(spec.run_id, steps, returns, lengths, time.perf_counter() - t0))
+            rec = EvalRecord(spec.run_id, steps, returns, lengths, time.perf_counter() - t0)
+            made.append(rec)
+            emit(rec)
 
         def on_step(steps: int) -> bool:
             state["steps"] = steps
@@ -119,7 +154,19 @@ def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             state["due"] = min(pending[0] if pending else math.inf, check)
             return True
 
-        agent.train(total, on_step)
+        def on_boundary(steps: int) -> None:
+            """At an update boundary: save a checkpoint when one is due."""
+            if time.monotonic() < state["next_checkpoint"] or steps in (start, total):
+                return
+            checkpoints.save(spec, {"env": env, "agent": agent, "eval_envs": eval_envs, "random": random_states(),
+                                    "env_steps": steps, "evaluations": list(made),
+                                    "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0})
+            state["next_checkpoint"] = time.monotonic() + checkpoints.every
+
+        if checkpoints is not None and checkpointable(agent):
+            agent.train(total, on_step, on_boundary)
+        else:
+            agent.train(total, on_step)
         steps = max(state["steps"], total)
         evaluate_at(steps)
         return RunResult(spec.run_id, steps, time.perf_counter() - t0, time.process_time() - cpu0)

@@ -66,10 +66,12 @@ class Backend(Protocol):
         """Runs with equal keys may train together in one batch (one process, one compiled program)."""
 
     def execute(self, batch: Sequence[RunSpec], emit: Callable[[EvalRecord], None],
-                progress: Callable[[int], None] | None = None) -> list[Outcome]:
+                progress: Callable[[int], None] | None = None, checkpoints=None) -> list[Outcome]:
         """Train ``batch``: call ``emit`` with each evaluation as it is made, ``progress`` with the env steps
         done (at most about once a second); return one :data:`Outcome` per run, in order. Raising fails the
-        whole batch (every run of it is recorded failed with the traceback; the sweep goes on)."""
+        whole batch (every run of it is recorded failed with the traceback; the sweep goes on).
+        ``checkpoints`` (:class:`~rlaudit.run.checkpoint.Checkpoints` or ``None``): where runs that can be
+        checkpointed keep their mid-run state, and resume it from; a backend may train without them."""
 
 
 _instances: dict[str, Backend] = {}
@@ -128,12 +130,14 @@ def make_batches(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, ...]]:
 
 
 def execute_batch(batch: Sequence[RunSpec], emit: Callable[[EvalRecord], None],
-                  progress: Callable[[int], None] | None = None) -> list[Outcome]:
+                  progress: Callable[[int], None] | None = None, checkpoints=None) -> list[Outcome]:
     """Train one batch of :func:`make_batches` with its backend; see :meth:`Backend.execute`."""
     if not batch:
         return []
     backend = backend_of(batch[0])
-    return backend.execute(tuple(batch), emit, progress)
+    if checkpoints is None:
+        return backend.execute(tuple(batch), emit, progress)
+    return backend.execute(tuple(batch), emit, progress, checkpoints=checkpoints)
 
 
 def batch_label(batch: Sequence[RunSpec]) -> str:

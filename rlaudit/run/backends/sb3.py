@@ -44,8 +44,9 @@ class SB3Backend:
         return spec.run_id
 
     def execute(self, batch: Sequence[RunSpec], emit: Callable[[EvalRecord], None],
-                progress: Callable[[int], None] | None = None) -> list:
-        """Train the batch's one run."""
+                progress: Callable[[int], None] | None = None, checkpoints=None) -> list:
+        """Train the batch's one run (resuming its checkpoint, and checkpointing it, when ``checkpoints`` is
+        given and the algorithm allows: :mod:`rlaudit.run.checkpoint`)."""
         from rlaudit.run.runner import execute_run
 
-        return [execute_run(spec, emit, progress) for spec in batch]
+        return [execute_run(spec, emit, progress, checkpoints=checkpoints) for spec in batch]

@@ -110,8 +110,9 @@ class JaxBackend:
                           default=str)
 
     def execute(self, batch: Sequence[RunSpec], emit: Callable[[EvalRecord], None],
-                progress: Callable[[int], None] | None = None) -> list:
-        """Train ``batch`` in one vmapped program (:func:`.training.train_batch`)."""
+                progress: Callable[[int], None] | None = None, checkpoints=None) -> list:
+        """Train ``batch`` in one vmapped program (:func:`.training.train_batch`). No mid-run checkpoints
+        (``checkpoints`` is ignored): the whole loop is one compiled ``lax.scan``, and a killed batch restarts."""
         missing = missing_dependency()
         if missing:
             raise RuntimeError(missing)

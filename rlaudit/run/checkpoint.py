@@ -1,0 +1,179 @@
+"""Mid-run checkpoints: a run killed part-way resumes from its last checkpoint with the numbers of a run never killed.
+
+Some runs outlast a sitting: a 1M-step IQN run on MinAtar takes 3-4 CPU-hours here, and a driver stopped at the
+end of a sitting used to restart every unfinished run from scratch. With checkpoints on (``rlaudit run``'s
+``--checkpoint-every``, on by default for the local executor) a run saves its whole state every so often, and a
+later ``rlaudit run`` on the same store takes it up where the checkpoint left it.
+
+**When.** At an update boundary of SB3's off-policy loop (the start of a rollout: the last transition stored,
+the last gradient step taken), the first boundary after ``every`` seconds of the run's wall time.
+
+**What.** The agent (network, target network, optimiser, replay buffer, exploration counters, the training
+environment mid-episode), the evaluation environments (MinAtar remembers its last action across episodes),
+the global torch / NumPy / ``random`` states, the evaluations made so far and the wall and CPU seconds spent.
+Resumed, the run re-enters ``learn`` with ``reset_num_timesteps=False`` and the steps left, so its schedules
+(ε decay) and every later number are those of the uninterrupted run, bit for bit on the same machine and
+build (tested for each DQN-family built-in, and through ``rlaudit run`` interrupted by Ctrl-C). The seconds a
+resumed run records are those of its checkpointed work: what a killed attempt did after its last checkpoint is
+done again and counted once.
+
+**Which runs.** SB3 off-policy algorithms without gSDE (the DQN family; SAC, TD3 and DDPG without
+``use_sde``), whose ``learn`` can be re-entered at a rollout boundary without changing a number. Others
+(on-policy algorithms, whose ``learn`` keeps its iteration count in a local; learner plugins; JAX batches)
+restart from scratch as before.
+
+**Validity.** A checkpoint is used only by the run it was written for (its spec, the protocol's hash aside) with
+the same Python, torch, NumPy, gymnasium, stable-baselines3, sb3-contrib and rlaudit training code (a hash of
+the modules that build and train a run); any other checkpoint is ignored and overwritten. It is deleted when its
+run finishes or fails (a failure is retried from scratch), and kept when the run is killed or interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rlaudit.run.spec import RunSpec
+
+DEFAULT_EVERY_S = 600.0
+"""Seconds of a run's wall time between checkpoints unless ``--checkpoint-every`` says otherwise."""
+
+SUFFIX = ".checkpoints"
+"""The checkpoint folder of a store is the store's path with this added (``store.sqlite.checkpoints/``)."""
+
+_TRAINING_CODE = ("algorithms", "run/runner.py", "run/envs.py", "run/checkpoint.py")
+"""rlaudit's modules (under the package) whose code a checkpoint's numbers depend on."""
+
+
+def checkpoint_dir(store_path: str | os.PathLike) -> Path:
+    """Where the runs of the store at ``store_path`` keep their checkpoints."""
+    return Path(f"{os.fspath(store_path)}{SUFFIX}")
+
+
+def checkpointable(agent) -> bool:
+    """Whether ``agent``'s training can be checkpointed and resumed with unchanged numbers (see the module)."""
+    if getattr(agent, "kind", None) != "sb3":
+        return False
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+    model = getattr(agent, "model", None)
+    return isinstance(model, OffPolicyAlgorithm) and not getattr(model, "use_sde", False)
+
+
+def _fingerprint(spec: RunSpec) -> str:
+    """What a checkpoint must match: the run (protocol hash aside: a header comment changes it) and the code."""
+    run = json.loads(spec.to_json())
+    run.pop("protocol_hash", None)
+    return hashlib.sha256((json.dumps(run, sort_keys=True) + _code_hash()).encode()).hexdigest()
+
+
+@functools.cache
+def _code_hash() -> str:
+    """The libraries' versions and rlaudit's training code, as this process imported them."""
+    import gymnasium
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+
+    h = hashlib.sha256()
+    for part in (sys.version, torch.__version__, np.__version__, gymnasium.__version__,
+                 stable_baselines3.__version__, sb3_contrib.__version__):
+        h.update(part.encode())
+    root = Path(__file__).resolve().parents[1]
+    for name in _TRAINING_CODE:
+        path = root / name
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Checkpointing of the runs trained by one executor.
+
+    Attributes:
+        directory: the folder of the checkpoint files (made when the first is written).
+        every: seconds of a run's wall time between two checkpoints (0: at every update boundary).
+    """
+
+    directory: Path
+    every: float = DEFAULT_EVERY_S
+
+    def path(self, spec: RunSpec) -> Path:
+        """The checkpoint file of ``spec``'s run (its id made file-safe, plus a hash against collisions)."""
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.run_id)[:120]
+        return self.directory / f"{safe}.{hashlib.sha256(spec.run_id.encode()).hexdigest()[:10]}.ckpt"
+
+    def save(self, spec: RunSpec, state: dict) -> None:
+        """Write ``state`` as ``spec``'s checkpoint (atomically: a kill mid-write leaves the previous one)."""
+        import cloudpickle
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        payload = zlib.compress(cloudpickle.dumps({"fingerprint": _fingerprint(spec), "state": state},
+                                                  protocol=5), 1)
+        target = self.path(spec)
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+
+    def load(self, spec: RunSpec) -> dict | None:
+        """``spec``'s checkpointed state, or ``None`` when there is none or it was written for another run or
+        other code (then it is deleted: the run starts from scratch and will overwrite it)."""
+        import pickle
+
+        target = self.path(spec)
+        for stale in target.parent.glob(f"{glob.escape(target.name)}.*.tmp"):  # a writer killed mid-write
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        if not target.exists():
+            return None
+        try:
+            data = pickle.loads(zlib.decompress(target.read_bytes()))
+            if data.get("fingerprint") == _fingerprint(spec):
+                return data["state"]
+        except Exception:  # unreadable (another build's classes, a truncated file): not this run's checkpoint
+            pass
+        self.discard(spec)
+        return None
+
+    def discard(self, spec: RunSpec) -> None:
+        """Delete ``spec``'s checkpoint, if any."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path(spec).unlink()
+
+
+def random_states() -> tuple:
+    """The global torch, NumPy and ``random`` states (what SB3 draws exploration and replay samples from)."""
+    import torch
+
+    return torch.get_rng_state(), np.random.get_state(), random.getstate()
+
+
+def set_random_states(states: tuple) -> None:
+    """Restore what :func:`random_states` returned."""
+    import torch
+
+    torch_state, np_state, py_state = states
+    torch.set_rng_state(torch_state)
+    np.random.set_state(np_state)
+    random.setstate(py_state)
+
+
+__all__ = ["DEFAULT_EVERY_S", "SUFFIX", "Checkpoints", "checkpoint_dir", "checkpointable", "random_states",
+           "set_random_states"]

@@ -1,0 +1,270 @@
+"""Mid-run checkpoints (rlaudit.run.checkpoint): a run killed part-way resumes from its last checkpoint and gives
+the numbers of a run never killed; what may not be resumed is not."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlaudit.cli import main
+from rlaudit.protocol import parse_protocol, plan
+from rlaudit.run.checkpoint import Checkpoints, checkpoint_dir
+from rlaudit.run.runner import execute_run
+from rlaudit.run.spec import RunSpec
+from tests.test_run import sigkill_when, stored_evaluations
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """Runs record measured steps/s in the user's cache; tests keep theirs apart."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+OFF_POLICY = "learning_starts = 200, train_freq = 4, target_update_interval = 100, buffer_size = 600, batch_size = 16"
+HP = {"DQN": OFF_POLICY, "QRDQN": OFF_POLICY, "C51": OFF_POLICY, "IQN": OFF_POLICY,
+      "DopamineRainbow": OFF_POLICY, "NoisyDQN": OFF_POLICY, "Rainbow": OFF_POLICY,
+      "SAC": "learning_starts = 200, train_freq = 4, buffer_size = 600, batch_size = 16",
+      "PPO": "n_steps = 64, batch_size = 32, n_epochs = 2"}
+
+
+def spec_for(algo: str, task: str = "CartPole-v1", steps: int = 1200, every: int = 300) -> RunSpec:
+    text = f"""
+schema_version = 1
+name = "t"
+seeds = [4]
+[regimes]
+b = {steps}
+[[tasks]]
+id = "{task}"
+{'suite = "minatar"' if task.startswith("MinAtar/") else ""}
+[[algorithms]]
+name = "{algo}"
+hyperparams = {{ {HP[algo]} }}
+policy_kwargs = {{ net_arch = [16] }}
+[evaluation]
+n_eval_episodes = 4
+eval_every = {every}
+"""
+    return plan(parse_protocol(text, "t.toml")).runs[0]
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL or Ctrl-C: not an ``Exception``, so the run's checkpoint is kept."""
+
+
+def numbers(records) -> list:
+    return [(r.env_steps, r.returns, r.lengths) for r in records]
+
+
+@pytest.fixture
+def weights(monkeypatch) -> list:
+    """A digest of the policy's parameters (networks, target networks) at each evaluation, in order: the returns
+    of a barely trained policy may not move, its weights do."""
+    import hashlib
+
+    import rlaudit.run.runner as runner
+
+    seen: list = []
+    real = runner.evaluate
+
+    def evaluate(agent, env, ev, steps=0):
+        h = hashlib.sha256()
+        for name, tensor in sorted(agent.model.policy.state_dict().items()):
+            h.update(name.encode() + tensor.detach().cpu().numpy().tobytes())
+        seen.append((steps, h.hexdigest()))
+        return real(agent, env, ev, steps)
+
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    return seen
+
+
+def kill_at(spec: RunSpec, steps: int, checkpoints: Checkpoints, error: type[BaseException] = Killed) -> list:
+    """Train ``spec`` with ``checkpoints`` and stop it by raising ``error`` at its evaluation at ``steps``."""
+    made = []
+
+    def emit(rec):
+        made.append(rec)
+        if rec.env_steps == steps:
+            raise error("stop here")
+
+    with pytest.raises(error):
+        execute_run(spec, emit, checkpoints=checkpoints)
+    return made
+
+
+@pytest.mark.parametrize("algo,task,boundary", [
+    ("DQN", "CartPole-v1", 896), ("QRDQN", "CartPole-v1", 896), ("C51", "CartPole-v1", 896),
+    ("IQN", "CartPole-v1", 896), ("DopamineRainbow", "CartPole-v1", 896), ("NoisyDQN", "CartPole-v1", 896),
+    ("Rainbow", "CartPole-v1", 896), ("SAC", "Pendulum-v1", 896), ("DQN", "MinAtar/SpaceInvaders-v1", 896)])
+def test_a_run_killed_after_a_checkpoint_resumes_with_the_numbers_of_a_run_never_killed(tmp_path, weights, algo,
+                                                                                         task, boundary):
+    """Checkpoints at every update boundary (every 4th step); the run is killed at its evaluation
+    at 900 steps, then run again: it starts from its last checkpoint (its first progress report says where),
+    emits the evaluations at 300 and 600 again and goes on to the same evaluations and the same weights at each,
+    bit for bit, as a run never stopped. MinAtar adds sticky actions remembered across episodes, in the training
+    and the evaluation environments."""
+    spec = spec_for(algo, task)
+    plain = []
+    execute_run(spec, plain.append)
+    plain_weights = list(weights)
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
+    weights.clear()
+    before = kill_at(spec, 900, checkpoints)
+    assert checkpoints.path(spec).exists()
+    assert numbers(before) == numbers(plain)[:3]
+
+    resumed, reports = [], []
+    weights.clear()
+    result = execute_run(spec, resumed.append, progress=reports.append, checkpoints=checkpoints)
+    assert reports[0] == boundary  # it did resume, from the last boundary before the kill
+    assert numbers(resumed) == numbers(plain)
+    assert weights == plain_weights[2:]  # evaluated after the resume: at 900 (again) and 1200
+    assert len({w for _, w in plain_weights}) == 4  # the weights moved between evaluations
+    assert result.env_steps == 1200 and result.cpu_time > 0
+    assert not checkpoints.path(spec).exists()  # a finished run leaves no checkpoint
+
+
+def test_the_test_above_tells_a_resume_that_misses_state(tmp_path, weights, monkeypatch):
+    """The same check fails when the global random states are not restored (replay sampling and exploration then
+    draw other numbers): the comparison above can fail."""
+    import rlaudit.run.runner as runner
+
+    spec = spec_for("DQN")
+    execute_run(spec, lambda rec: None)
+    plain_weights = list(weights)
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
+    kill_at(spec, 900, checkpoints)
+    monkeypatch.setattr(runner, "set_random_states", lambda states: None)
+    weights.clear()
+    execute_run(spec, lambda rec: None, checkpoints=checkpoints)
+    assert len(weights) == 2 and weights[0] == plain_weights[2]  # no update between the checkpoint and 900
+    assert weights[1] != plain_weights[3]
+
+
+def test_checkpoints_are_written_only_when_due(tmp_path):
+    """With a long interval a short run writes none, and with checkpoints off (``None``) nothing is written."""
+    spec = spec_for("DQN")
+    execute_run(spec, lambda rec: None, checkpoints=Checkpoints(tmp_path / "long", every=3600.0))
+    assert not (tmp_path / "long").exists()
+    kill_at(spec, 900, Checkpoints(tmp_path / "long", every=3600.0))
+    assert not (tmp_path / "long").exists()
+
+
+def test_an_algorithm_whose_learn_cannot_be_reentered_restarts_from_scratch(tmp_path):
+    """PPO keeps its iteration count in a local of ``learn``: no checkpoint is written, the run restarts."""
+    spec = spec_for("PPO")
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
+    kill_at(spec, 900, checkpoints)
+    assert not checkpoints.path(spec).exists()
+
+
+def test_a_failed_run_deletes_its_checkpoint_and_is_retried_from_scratch(tmp_path):
+    spec = spec_for("DQN")
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
+    kill_at(spec, 900, checkpoints, error=ValueError)
+    assert not checkpoints.path(spec).exists()
+
+
+def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
+    """A checkpoint whose fingerprint differs (other settings under the same run id; other code) is deleted and
+    the run trains from scratch; a truncated file and a writer's leftover temporary file are cleaned up too."""
+    spec = spec_for("DQN")
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
+    kill_at(spec, 900, checkpoints)
+    other = spec_for("DQN", steps=1500)  # same run id, other budgets
+    assert other.run_id == spec.run_id and checkpoints.path(other) == checkpoints.path(spec)
+    assert checkpoints.load(other) is None
+    assert not checkpoints.path(spec).exists()
+
+    kill_at(spec, 900, checkpoints)
+    path = checkpoints.path(spec)
+    path.write_bytes(path.read_bytes()[:1000])
+    leftover = path.with_name(path.name + ".123.tmp")
+    leftover.write_bytes(b"x")
+    reports = []
+    execute_run(spec, lambda rec: None, progress=reports.append, checkpoints=checkpoints)
+    assert not leftover.exists() and not path.exists()
+    assert reports and reports[0] < 896  # trained from the start
+
+
+# ------------------------------------------------------------------------------------------- through the CLI
+
+SWEEP = """
+schema_version = 1
+name = "resume"
+seeds = 2
+[regimes]
+b = 6000
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "DQN"
+hyperparams = { learning_starts = 200, train_freq = 4, target_update_interval = 100, buffer_size = 2000 }
+policy_kwargs = { net_arch = [32] }
+[evaluation]
+n_eval_episodes = 3
+eval_every = 500
+"""
+
+
+def _evaluations(store: Path) -> dict:
+    con = sqlite3.connect(store)
+    try:
+        rows = con.execute("SELECT e.run_id, e.env_steps, e.returns FROM evaluations e JOIN runs r USING (run_id) "
+                           "WHERE r.status = 'done' ORDER BY e.run_id, e.env_steps").fetchall()
+    finally:
+        con.close()
+    return rows
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses SIGKILL")
+def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
+    """``rlaudit run --checkpoint-every 0`` killed with SIGKILL once a run has a checkpoint and an evaluation, then
+    run again: the run resumes (the driver's progress starts past 0), and the store ends with the numbers of an
+    uninterrupted sweep; no checkpoint is left behind."""
+    protocol = tmp_path / "resume.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "killed.sqlite"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
+                             "--workers", "1", "--checkpoint-every", "0"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    folder = checkpoint_dir(store)
+    sigkill_when(proc, lambda: bool(list(folder.glob("*.ckpt"))) and stored_evaluations(store))
+    assert list(folder.glob("*.ckpt"))
+
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    reference = tmp_path / "reference.sqlite"
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(reference), "--workers", "1",
+                                       "--no-checkpoints"])
+    assert result.exit_code == 0, result.output
+    assert _evaluations(store) == _evaluations(reference) and len(_evaluations(store)) == 24
+    assert not list(folder.glob("*.ckpt")) and not checkpoint_dir(reference).exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--checkpoint-every", "-1"], "--checkpoint-every: expected a number of seconds >= 0, got -1"),
+    (["--checkpoint-every", "nan"], "--checkpoint-every: expected a number of seconds >= 0, got nan"),
+    (["--checkpoint-every", "5", "--no-checkpoints"], "--checkpoint-every: cannot be given with --no-checkpoints"),
+    (["--executor", "ray", "--checkpoint-every", "5"],
+     "--checkpoint-every: applies to --executor local only; runs on a Ray cluster restart from scratch"),
+    (["--executor", "ray", "--no-checkpoints"],
+     "--no-checkpoints: applies to --executor local only; runs on a Ray cluster restart from scratch"),
+])
+def test_bad_checkpoint_options_are_one_line_and_write_nothing(tmp_path, args, message):
+    protocol = tmp_path / "resume.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: {message}"
+    assert result.stdout == "" and not store.exists() and not checkpoint_dir(store).exists()
