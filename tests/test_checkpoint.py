@@ -4,6 +4,7 @@ the numbers of a run never killed; what may not be resumed is not."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -191,7 +192,7 @@ def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
     leftover.write_bytes(b"x")
     reports = []
     execute_run(spec, lambda rec: None, progress=reports.append, checkpoints=checkpoints)
-    assert not leftover.exists() and not path.exists()
+    assert not leftover.exists() and not path.exists() and not path.with_suffix(".json").exists()
     assert reports and reports[0] < 896  # trained from the start
 
 
@@ -240,6 +241,10 @@ def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
     folder = checkpoint_dir(store)
     sigkill_when(proc, lambda: bool(list(folder.glob("*.ckpt"))) and stored_evaluations(store))
     assert list(folder.glob("*.ckpt"))
+    shown = CliRunner().invoke(main, ["status", str(store)])
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"1 unfinished run\(s\) will resume from a checkpoint: CartPole-v1__DQN__\d__nested at "
+                     r"[\d,]+ env steps", " ".join(shown.output.split())), shown.output
 
     result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), "--workers", "1"])
     assert result.exit_code == 0, result.output
@@ -248,7 +253,8 @@ def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
                                        "--no-checkpoints"])
     assert result.exit_code == 0, result.output
     assert _evaluations(store) == _evaluations(reference) and len(_evaluations(store)) == 24
-    assert not list(folder.glob("*.ckpt")) and not checkpoint_dir(reference).exists()
+    assert not list(folder.iterdir()) and not checkpoint_dir(reference).exists()
+    assert "will resume" not in CliRunner().invoke(main, ["status", str(store)]).output
 
 
 @pytest.mark.parametrize("args,message", [

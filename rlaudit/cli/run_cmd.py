@@ -294,6 +294,13 @@ def status(store: str) -> None:
         console.print(f"compute of the finished runs: {compute_text(used)}", highlight=False, soft_wrap=True)
     for run_id, last in failures(store):
         console.print(f"{'timed out' if is_timed_out(last) else 'failed'}: {run_id}: {last}", highlight=False)
+    from rlaudit.run.checkpoint import checkpoint_dir, saved_checkpoints
+
+    saved = saved_checkpoints(checkpoint_dir(store))
+    if saved:
+        console.print(f"{len(saved)} unfinished run(s) will resume from a checkpoint: "
+                      + "; ".join(f"{rid} at {steps:,} env steps" for rid, steps in saved.items()),
+                      highlight=False, soft_wrap=True)
 
 
 @click.command()

@@ -39,6 +39,7 @@ import os
 import random
 import re
 import sys
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +126,10 @@ class Checkpoints:
         payload = zlib.compress(cloudpickle.dumps({"fingerprint": _fingerprint(spec), "state": state},
                                                   protocol=5), 1)
         target = self.path(spec)
-        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        _write_atomically(target, payload)
+        # what `rlaudit status` shows, without unpickling the checkpoint
+        note = {"run_id": spec.run_id, "env_steps": state["env_steps"], "saved_at": time.time()}
+        _write_atomically(target.with_suffix(".json"), json.dumps(note).encode())
 
     def load(self, spec: RunSpec) -> dict | None:
         """``spec``'s checkpointed state, or ``None`` when there is none or it was written for another run or
@@ -138,9 +137,10 @@ class Checkpoints:
         import pickle
 
         target = self.path(spec)
-        for stale in target.parent.glob(f"{glob.escape(target.name)}.*.tmp"):  # a writer killed mid-write
-            with contextlib.suppress(OSError):
-                stale.unlink()
+        for name in (target.name, target.with_suffix(".json").name):  # a writer killed mid-write
+            for stale in target.parent.glob(f"{glob.escape(name)}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
         if not target.exists():
             return None
         try:
@@ -154,8 +154,30 @@ class Checkpoints:
 
     def discard(self, spec: RunSpec) -> None:
         """Delete ``spec``'s checkpoint, if any."""
-        with contextlib.suppress(FileNotFoundError):
-            self.path(spec).unlink()
+        for path in (self.path(spec), self.path(spec).with_suffix(".json")):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _write_atomically(target: Path, payload: bytes) -> None:
+    """A kill mid-write leaves the previous file (and a ``.tmp`` that the next :meth:`Checkpoints.load` deletes)."""
+    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(payload)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def saved_checkpoints(directory: str | os.PathLike) -> dict[str, int]:
+    """Run id -> env steps of each checkpoint in ``directory`` (none when it does not exist)."""
+    out: dict[str, int] = {}
+    for note in sorted(Path(directory).glob("*.json")):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(note.read_text())
+            if note.with_suffix(".ckpt").exists():
+                out[str(data["run_id"])] = int(data["env_steps"])
+    return out
 
 
 def random_states() -> tuple:
@@ -176,4 +198,4 @@ def set_random_states(states: tuple) -> None:
 
 
 __all__ = ["DEFAULT_EVERY_S", "SUFFIX", "Checkpoints", "checkpoint_dir", "checkpointable", "random_states",
-           "set_random_states"]
+           "saved_checkpoints", "set_random_states"]
