@@ -97,7 +97,9 @@ record: install
 
 # The flagship on the published MinAtar settings (protocols/dqn-family-minatar.toml; its header gives the cost):
 # resume its store seed by seed, so that a partial store covers every game and agent, then regenerate its
-# report. Interrupt and rerun at will. (The first flagship, 250k steps on other settings, is the complete record
+# report. Interrupt and rerun at will: a run stopped part-way resumes from its last checkpoint (every 10 min of its
+# training, in $(FLAGSHIP).checkpoints/, not committed), so the 3-4 CPU-hour IQN runs span sittings with the numbers
+# of uninterrupted runs. (The first flagship, 250k steps on other settings, is the complete record
 # sweeps/dqn-family-minatar-250k/.)
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 flagship: install
