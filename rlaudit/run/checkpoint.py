@@ -13,7 +13,7 @@ environment mid-episode), the evaluation environments (MinAtar remembers its las
 the global torch / NumPy / ``random`` states, the evaluations made so far and the wall and CPU seconds spent.
 Resumed, the run re-enters ``learn`` with ``reset_num_timesteps=False`` and the steps left, so its schedules
 (ε decay) and every later number are those of the uninterrupted run, bit for bit on the same machine and
-build (tested for each DQN-family built-in, and through ``rlaudit run`` interrupted by Ctrl-C). The seconds a
+build (tested for the DQN-family built-ins and SAC, and through ``rlaudit run`` killed with SIGKILL). The seconds a
 resumed run records are those of its checkpointed work: what a killed attempt did after its last checkpoint is
 done again and counted once.
 
