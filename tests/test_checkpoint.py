@@ -274,3 +274,15 @@ def test_bad_checkpoint_options_are_one_line_and_write_nothing(tmp_path, args, m
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == f"error: {message}"
     assert result.stdout == "" and not store.exists() and not checkpoint_dir(store).exists()
+
+
+def test_a_file_where_the_checkpoint_folder_goes_is_one_line_and_writes_nothing(tmp_path):
+    protocol = tmp_path / "resume.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / "s.sqlite"
+    checkpoint_dir(store).write_text("not a folder")
+    result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (f"error: {checkpoint_dir(store)}: the store's checkpoint folder is a file; move "
+                                     f"it aside, or run with --no-checkpoints")
+    assert result.stdout == "" and not store.exists()

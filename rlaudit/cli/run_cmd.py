@@ -234,7 +234,11 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         from rlaudit.run.checkpoint import DEFAULT_EVERY_S, Checkpoints, checkpoint_dir
 
         every = DEFAULT_EVERY_S if checkpoint_every is None else checkpoint_every
-        opts["checkpoints"] = Checkpoints(checkpoint_dir(store_path), every)
+        folder = checkpoint_dir(store_path)
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"{folder}: the store's checkpoint folder is a file; move it aside, or run with "
+                             f"--no-checkpoints")
+        opts["checkpoints"] = Checkpoints(folder, every)
     if run_timeout is not None:
         from rlaudit.protocol.loader import run_timeout_value
 
