@@ -286,3 +286,23 @@ def test_a_file_where_the_checkpoint_folder_goes_is_one_line_and_writes_nothing(
     assert result.stderr.strip() == (f"error: {checkpoint_dir(store)}: the store's checkpoint folder is a file; move "
                                      f"it aside, or run with --no-checkpoints")
     assert result.stdout == "" and not store.exists()
+
+
+def test_the_checkpoint_bench_prints_its_line(capsys):
+    """bench/bench_checkpoint.py (the size and seconds in docs/protocol.md) runs end to end on a part-filled buffer,
+    and names a missing algorithm in one line."""
+    import importlib
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        bench = importlib.import_module("bench_checkpoint")
+    finally:
+        sys.path.pop(0)
+    assert bench.main(["--algorithm", "DQN", "--game", "MinAtar/Breakout-v1", "--fill", "300", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"MinAtar/Breakout-v1__DQN__0__nested: buffer 300 of 100,000 transitions, observations "
+                        r"\(1, 10, 10, 4\) uint8; checkpoint [\d.]+ MB; save [\d.]+ s wall / [\d.]+ s CPU, load "
+                        r"[\d.]+ s / [\d.]+ s; every 600 s: overhead ratio [\d.]+\n", out), out
+    assert bench.main(["--algorithm", "PPO"]) == 2
+    assert capsys.readouterr().err == (f"error: {REPO}/protocols/dqn-family-minatar.toml has no run of 'PPO' on "
+                                       f"'MinAtar/Seaquest-v1'\n")
