@@ -175,7 +175,7 @@ def test_a_failed_run_deletes_its_checkpoint_and_is_retried_from_scratch(tmp_pat
 
 
 def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
-    """A checkpoint whose fingerprint differs (other settings under the same run id; other code) is deleted and
+    """A checkpoint whose fingerprint differs (other settings under the same run id; another CPU) is deleted and
     the run trains from scratch; a truncated file and a writer's leftover temporary file are cleaned up too."""
     spec = spec_for("DQN")
     checkpoints = Checkpoints(tmp_path / "ck", every=0.0)
@@ -184,6 +184,19 @@ def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
     assert other.run_id == spec.run_id and checkpoints.path(other) == checkpoints.path(spec)
     assert checkpoints.load(other) is None
     assert not checkpoints.path(spec).exists()
+
+    kill_at(spec, 900, checkpoints)
+    import rlaudit.run.checkpoint as module
+    import rlaudit.run.machine as machine
+
+    real = machine.machine_fingerprint
+    try:  # another CPU: the store's machine must be where all of a run trained
+        machine.machine_fingerprint = lambda: {**real(), "cpu": "another CPU"}
+        module._code_hash.cache_clear()
+        assert checkpoints.load(spec) is None and not checkpoints.path(spec).exists()
+    finally:
+        machine.machine_fingerprint = real
+        module._code_hash.cache_clear()
 
     kill_at(spec, 900, checkpoints)
     path = checkpoints.path(spec)

@@ -22,9 +22,11 @@ done again and counted once.
 (on-policy algorithms, whose ``learn`` keeps its iteration count in a local; learner plugins; JAX batches)
 restart from scratch as before.
 
-**Validity.** A checkpoint is used only by the run it was written for (its spec, the protocol's hash aside) with
-the same Python, torch, NumPy, gymnasium, stable-baselines3, sb3-contrib and rlaudit training code (a hash of
-the modules that build and train a run); any other checkpoint is ignored and overwritten. It is deleted when its
+**Validity.** A checkpoint is used only by the run it was written for (its spec, the protocol's hash aside) on the
+same machine (the fingerprint a store records: CPU model and flags, torch and NumPy builds), so that every
+recorded run is bit-reproducible where its store says it was trained, with the same Python, torch, NumPy,
+gymnasium, stable-baselines3, sb3-contrib and rlaudit training code (a hash of the modules that build and train
+a run); any other checkpoint is ignored and overwritten (a run moved to another CPU restarts from scratch). It is deleted when its
 run finishes or fails (a failure is retried from scratch), and kept when the run is killed or interrupted.
 """
 
@@ -82,13 +84,16 @@ def _fingerprint(spec: RunSpec) -> str:
 
 @functools.cache
 def _code_hash() -> str:
-    """The libraries' versions and rlaudit's training code, as this process imported them."""
+    """The machine (:func:`rlaudit.run.machine.machine_fingerprint`: CPU model and flags, torch and NumPy builds), the
+    libraries' versions and rlaudit's training code, as this process imported them."""
     import gymnasium
     import sb3_contrib
     import stable_baselines3
     import torch
 
-    h = hashlib.sha256()
+    from rlaudit.run.machine import machine_fingerprint
+
+    h = hashlib.sha256(json.dumps(machine_fingerprint(), sort_keys=True).encode())
     for part in (sys.version, torch.__version__, np.__version__, gymnasium.__version__,
                  stable_baselines3.__version__, sb3_contrib.__version__):
         h.update(part.encode())
