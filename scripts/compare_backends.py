@@ -120,6 +120,32 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
     return rows
 
 
+def task_shifts(rows: list[dict]) -> list[dict]:
+    """Per task, whether ``b`` scores above ``a`` across the compared algorithms: how many of them do, and Stouffer's
+    combination of their one-sided Welch tests (``z = sum(z_i) / sqrt(k)`` with ``z_i`` the normal quantile of
+    P(t > t_i), two-sided p of ``z``). The algorithms' runs are independent, so under "no shift for any algorithm"
+    ``z`` is standard normal. A suite-level reading of the rows, not a verdict on any one of them.
+
+    Returns:
+        ``{"task", "n", "n_higher", "z", "p"}`` per task, in the order tasks first appear.
+    """
+    from scipy import stats
+
+    out: dict[str, list[float]] = {}
+    higher: dict[str, int] = {}
+    for r in rows:
+        va, vb = r["sd_a"] ** 2 / r["n_a"], r["sd_b"] ** 2 / r["n_b"]
+        t = (r["mean_b"] - r["mean_a"]) / (va + vb) ** 0.5
+        df = (va + vb) ** 2 / (va ** 2 / (r["n_a"] - 1) + vb ** 2 / (r["n_b"] - 1))
+        out.setdefault(r["task"], []).append(float(stats.norm.isf(stats.t.sf(t, df))))
+        higher[r["task"]] = higher.get(r["task"], 0) + (r["mean_b"] > r["mean_a"])
+    result = []
+    for task, zs in out.items():
+        z = sum(zs) / len(zs) ** 0.5
+        result.append({"task": task, "n": len(zs), "n_higher": higher[task], "z": z, "p": float(2 * stats.norm.sf(abs(z)))})
+    return result
+
+
 def _names(stores: str | Sequence[str]) -> str:
     return stores if isinstance(stores, str) else " + ".join(stores)
 
@@ -159,6 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--min-runs", type=int, default=2,
                     help="compare a (label, task, budget) only once each side has this many finished runs (default 2)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    ap.add_argument("--by-task", action="store_true",
+                    help="also, per task, whether b scores above a across the algorithms (Stouffer's z)")
     args = ap.parse_args(argv)
     try:
         for path in args.a + args.b:
@@ -197,6 +225,10 @@ def main(argv=None) -> int:
     print(f"\n{len(rows)} comparisons at level {args.alpha:g} each"
           + (f" ({len(lowered)} at a lower level after more than one look)" if lowered else "")
           + f": {n_eq} equivalent, {n_diff} different, {len(rows) - n_eq - n_diff} undetermined")
+    if args.by_task:
+        print("\nacross the algorithms, per task (b above a; Stouffer's z of one-sided Welch tests, two-sided p):")
+        for s in task_shifts(rows):
+            print(f"  {s['task']}: {s['n_higher']} of {s['n']} higher, z {s['z']:+.2f}, p {s['p']:.3g}")
     return 0
 
 

@@ -151,6 +151,23 @@ def test_a_second_look_halves_that_comparisons_level():
     assert all(twice[k] == once[k] for k in once if k != key)
 
 
+def test_task_shifts_combine_the_agents_one_sided_welch_tests():
+    """Hand-computed: means 1 apart, SD 1, 10 runs a side: Welch t = 1/sqrt(0.2) = 2.2361 on 18 degrees of freedom,
+    one-sided p 0.019125, z 2.0722. Two such agents: z 2.9305, two-sided p 0.003384; one up and one down: z 0."""
+    compare = _script()
+
+    def row(task, diff):
+        return {"task": task, "n_a": 10, "n_b": 10, "mean_a": 5.0, "sd_a": 1.0, "mean_b": 5.0 + diff, "sd_b": 1.0}
+
+    shifts = compare.task_shifts([row("up", 1.0), row("up", 1.0), row("mixed", 1.0), row("mixed", -1.0)])
+    assert [s["task"] for s in shifts] == ["up", "mixed"]
+    assert shifts[0]["n"] == 2 and shifts[0]["n_higher"] == 2 and shifts[1]["n_higher"] == 1
+    assert shifts[0]["z"] == pytest.approx(2.9304905, abs=1e-6) and shifts[0]["p"] == pytest.approx(0.0033843, abs=1e-6)
+    assert shifts[1]["z"] == pytest.approx(0.0, abs=1e-12) and shifts[1]["p"] == pytest.approx(1.0)
+    single = compare.task_shifts([row("one", 1.0)])[0]
+    assert single["z"] == pytest.approx(2.0721697, abs=1e-6)
+
+
 def test_a_run_in_two_pooled_stores_of_one_side_is_refused_in_one_line(capsys):
     """--a given twice pools its stores' runs (other seeds); the same run twice would count a seed twice."""
     sb3 = str(REPO / "sweeps" / "fidelity-minatar-100k" / "store.sqlite")
@@ -210,6 +227,11 @@ def test_recorded_comparison_at_100k_is_what_the_committed_stores_give(capsys, m
     pooled = {(r["label"], r["task"]): (r["n_a"], r["n_b"]) for r in rows if r["task"] == "MinAtar/SpaceInvaders-v1"}
     assert pooled[("DQN", "MinAtar/SpaceInvaders-v1")] == pooled[("QR-DQN", "MinAtar/SpaceInvaders-v1")] == (20, 20)
     assert len(rows) == len(RECORD.read_text().splitlines()) - 4  # header, rule, blank line, verdict line
+    for shift in compare.task_shifts(rows):  # a game's shift across the agents is reported where one shows
+        if shift["p"] < 0.05:
+            game = shift["task"].split("/")[1][:-3]
+            assert f"{game}\n  z {shift['z']:+.2f}, two-sided p {shift['p']:.2g}" in docs \
+                or f"{game} z {shift['z']:+.2f}, two-sided p {shift['p']:.2g}" in docs, shift
     findings = [line for line in docs.splitlines() if line.startswith("- **One difference: ")]
     for r in rows:
         if r["verdict"] == "different":
