@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from rlaudit.protocol import parse_protocol, plan
 from rlaudit.run.checkpoint import Checkpoints, checkpoint_dir
 from rlaudit.run.runner import execute_run
 from rlaudit.run.spec import RunSpec
-from tests.test_run import sigkill_when, stored_evaluations
+from tests.test_run import stop_when, stored_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -239,20 +240,27 @@ def _evaluations(store: Path) -> dict:
     return rows
 
 
+def _start(tmp_path, store_name: str) -> tuple[Path, Path, subprocess.Popen]:
+    """``rlaudit run --checkpoint-every 0`` of SWEEP in a child process: ``(protocol, store, process)``."""
+    protocol = tmp_path / "resume.toml"
+    protocol.write_text(SWEEP)
+    store = tmp_path / store_name
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
+                             "--workers", "1", "--checkpoint-every", "0"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    return protocol, store, proc
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses SIGKILL")
 def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
     """``rlaudit run --checkpoint-every 0`` killed with SIGKILL once a run has a checkpoint and an evaluation, then
     run again: the run resumes (the driver's progress starts past 0), and the store ends with the numbers of an
     uninterrupted sweep; no checkpoint is left behind."""
-    protocol = tmp_path / "resume.toml"
-    protocol.write_text(SWEEP)
-    store = tmp_path / "killed.sqlite"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(protocol), "--store", str(store),
-                             "--workers", "1", "--checkpoint-every", "0"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env, text=True)
+    protocol, store, proc = _start(tmp_path, "killed.sqlite")
     folder = checkpoint_dir(store)
-    sigkill_when(proc, lambda: bool(list(folder.glob("*.ckpt"))) and stored_evaluations(store))
+    stop_when(proc, lambda: bool(list(folder.glob("*.ckpt"))) and stored_evaluations(store))
+    assert proc.returncode == -signal.SIGKILL
     assert list(folder.glob("*.ckpt"))
     shown = CliRunner().invoke(main, ["status", str(store)])
     assert shown.exit_code == 0, shown.output
@@ -268,6 +276,18 @@ def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
     assert _evaluations(store) == _evaluations(reference) and len(_evaluations(store)) == 24
     assert not list(folder.iterdir()) and not checkpoint_dir(reference).exists()
     assert "will resume" not in CliRunner().invoke(main, ["status", str(store)]).output
+
+
+def test_ctrl_c_keeps_the_checkpoint_and_the_summary_says_the_run_will_resume(tmp_path):
+    """SIGINT once a checkpoint exists: exit 130, the summary says which runs resume and which restart, and the
+    checkpoint is still there for the next run."""
+    _, store, proc = _start(tmp_path, "s.sqlite")
+    folder = checkpoint_dir(store)
+    err = stop_when(proc, lambda: bool(list(folder.glob("*.ckpt"))), signal.SIGINT)
+    assert proc.returncode == 130, err
+    assert "1 interrupted (partial records discarded; the next run resumes 1 from its checkpoint)" in \
+        " ".join(err.split()), err
+    assert len(list(folder.glob("*.ckpt"))) == 1
 
 
 @pytest.mark.parametrize("args,message", [

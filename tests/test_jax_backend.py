@@ -624,6 +624,7 @@ def test_a_killed_driver_with_a_batch_in_flight_resumes(tmp_path):
     """SIGKILL `rlaudit run` once the batch's two runs are `running` in the store (inline: the batch trains in the
     driver); the next `rlaudit run` retries both, and they finish with their evaluations."""
     import os
+    import signal
     import sqlite3
     import subprocess
     import sys
@@ -631,14 +632,15 @@ def test_a_killed_driver_with_a_batch_in_flight_resumes(tmp_path):
     from click.testing import CliRunner
 
     from rlaudit.cli import main
-    from tests.test_run import _statuses, sigkill_when
+    from tests.test_run import _statuses, stop_when
 
     path = _protocol(tmp_path)
     store = tmp_path / "store.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "rlaudit", "run", str(path), "--store", str(store), "--workers",
                              "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
-    sigkill_when(proc, lambda: sorted(_statuses(store).values()) == ["running", "running"])
+    stop_when(proc, lambda: sorted(_statuses(store).values()) == ["running", "running"])
+    assert proc.returncode == -signal.SIGKILL
     assert sorted(_statuses(store).values()) == ["running", "running"]
     result = CliRunner().invoke(main, ["run", str(path), "--store", str(store), "--workers", "1"])
     assert result.exit_code == 0, result.output

@@ -338,22 +338,22 @@ def stored_evaluations(store: Path, timeout: float = 0.2) -> bool:
         return False
 
 
-def sigkill_when(proc: subprocess.Popen, ready, timeout: float = 120.0) -> None:
-    """Wait until ``ready()`` (failing if ``proc`` ends first or ``timeout`` seconds pass), then SIGKILL ``proc`` and
-    reap it."""
+def stop_when(proc: subprocess.Popen, ready, sig: int = signal.SIGKILL, timeout: float = 120.0) -> str:
+    """Wait until ``ready()`` (failing if ``proc`` ends first or ``timeout`` seconds pass), send ``sig`` to ``proc``
+    and wait for it to end; its stderr (when piped). The exit status is the caller's to check."""
     try:
         deadline = time.monotonic() + timeout
         while not ready():
             assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "timed out waiting to kill the driver"
+            assert time.monotonic() < deadline, "timed out waiting to stop the driver"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+            proc.communicate()
+    return err or ""
 
 
 def _wait_for(store: Path, proc: subprocess.Popen, done: int, timeout: float = 120.0) -> dict[str, str]:
@@ -451,13 +451,7 @@ def _interrupt_after_first_run(tmp_path, sigint_ignored: bool = False) -> tuple[
     protocol.write_text(SWEEP)
     store = tmp_path / "s.sqlite"
     proc = _driver(protocol, store, workers=1, sigint_ignored=sigint_ignored)
-    try:
-        _wait_for(store, proc, done=1)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = stop_when(proc, lambda: bool(_wait_for(store, proc, done=1)), signal.SIGINT)
     assert proc.returncode == 130, err
     return store, err
 

@@ -292,6 +292,8 @@ class Summary:
     """``(run_id, last traceback line)`` of runs that failed."""
     interrupted: int = 0
     """Unfinished runs discarded by Ctrl-C."""
+    resumable: int = 0
+    """Of those, the runs that left a mid-run checkpoint to resume from (:mod:`rlaudit.run.checkpoint`)."""
     wall_time: float = 0.0
     """Seconds."""
     env_steps: int = 0
@@ -518,6 +520,10 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             unfinished = list(driver.running)
             store.reset_unfinished(unfinished)
             summary.interrupted = len(unfinished)
+            checkpoints = getattr(executor, "checkpoints", None)
+            if checkpoints is not None:
+                specs = {s.run_id: s for s in todo}
+                summary.resumable = sum(checkpoints.path(specs[r]).exists() for r in unfinished if r in specs)
             summary.wall_time = time.perf_counter() - t0
             print_summary(summary, console, store_path)
             raise
@@ -546,7 +552,12 @@ def print_summary(summary: Summary, console: Console, store_path) -> None:
     parts = [f"{summary.done} done", f"{len(summary.failed)} failed"
              + (f" ({n_timed_out} timed out)" if n_timed_out else ""), f"{summary.skipped} skipped (already done)"]
     if summary.interrupted:
-        parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
+        if summary.resumable:
+            restart = summary.interrupted - summary.resumable
+            parts.append(f"{summary.interrupted} interrupted (partial records discarded; the next run resumes "
+                         f"{summary.resumable} from its checkpoint" + (f" and restarts {restart})" if restart else ")"))
+        else:
+            parts.append(f"{summary.interrupted} interrupted (discarded; the next run restarts them)")
     if summary.env_steps and summary.wall_time > 0:
         trained = f"{summary.env_steps:,} env steps at {summary.env_steps / summary.wall_time:,.0f} steps/s"
         if summary.cpu_time > 0:
