@@ -98,13 +98,17 @@ record: install
 # The flagship on the published MinAtar settings (protocols/dqn-family-minatar.toml; its header gives the cost):
 # resume its store seed by seed, so that a partial store covers every game and agent, then regenerate its
 # report. Interrupt and rerun at will: a run stopped part-way resumes from its last checkpoint (every 10 min of its
-# training, in $(FLAGSHIP).checkpoints/, not committed), so the 3-4 CPU-hour IQN runs span sittings with the numbers
-# of uninterrupted runs. (The first flagship, 250k steps on other settings, is the complete record
-# sweeps/dqn-family-minatar-250k/.)
+# training, in $(FLAGSHIP).checkpoints/), so the 3-4 CPU-hour IQN runs span sittings. The checkpoints are committed
+# with the store (a sitting's checkout holds only what is committed), and a sitting's machine is not always the
+# last one's, so the flagship resumes checkpoints written on another machine (--resume-on-any-machine): such a run
+# records each machine it trained on, and replays as a distribution, not bit for bit (docs/protocol.md,
+# Checkpoints). Stop it with Ctrl-C (SIGINT) before committing. (The first flagship, 250k steps on other
+# settings, is the complete record sweeps/dqn-family-minatar-250k/.)
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 flagship: install
 	for s in $$($(BIN)/python -c "from rlaudit.protocol import load_protocol; print(*load_protocol('protocols/dqn-family-minatar.toml').seeds)"); do \
-	  $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s || exit 1; done
+	  $(BIN)/rlaudit run protocols/dqn-family-minatar.toml --store $(FLAGSHIP) --only seed=$$s \
+	    --resume-on-any-machine || exit 1; done
 	$(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 
 test: install-test browser latex

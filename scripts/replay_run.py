@@ -9,8 +9,8 @@ so there the question is whether the rerun's *scores* come from the same distrib
 
 1. The script compares this machine's fingerprint with the recorded one and says which facts differ.
 2. Same machine: RUN_ID is retrained and every evaluation compared bit for bit (exit 0 identical, 1 not).
-3. Another machine (or a store resumed on several, or one that records no fingerprint and does not replay
-   identically): the runs of RUN_ID's group (same task, algorithm and regime; every finished seed, or the
+3. Another machine (or a store resumed on several, a run that trained on several, or one that records no
+   fingerprint and does not replay identically): the runs of RUN_ID's group (same task, algorithm and regime; every finished seed, or the
    first ``--runs N``) are retrained, and at each budget the recorded scores and the retrained ones are
    compared as two samples: Welch's t-test of equal means and a TOST equivalence test within ``--margin``
    (default: 10% of the task's normalisation range), at level ``--alpha`` divided by the number of
@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
     from rlaudit.protocol import parse_protocol, plan
     from rlaudit.run.machine import machine_fingerprint
     from rlaudit.run.runner import set_single_thread
-    from rlaudit.store import done_run_ids, run_evaluations, stored_machines, stored_protocol_text
+    from rlaudit.store import done_run_ids, run_evaluations, run_machines, stored_machines, stored_protocol_text
 
     ap = OneLineArgumentParser(prog="replay_run.py", description=__doc__.splitlines()[0])
     ap.add_argument("store")
@@ -171,6 +171,11 @@ def main(argv: list[str]) -> int:
             raise InputError(f"{args.store}: run {args.run_id} has no stored evaluation")
         recorded, also = stored_machines(args.store)
         state, lines = _machine_lines(recorded, also, machine_fingerprint())
+        trained_on = run_machines(args.store, args.run_id) or []
+        if len(trained_on) > 1:  # resumed from a checkpoint written elsewhere (rlaudit run --resume-on-any-machine)
+            state = "differs"
+            lines.append(f"  {args.run_id} trained on {len(trained_on)} machines in turn (resumed from a checkpoint "
+                         f"written on another), so no machine replays it bit for bit")
         done = done_run_ids(args.store)
         # Off the recording machine the comparison is checked before anything trains.
         group, margin = (_distribution_setup(protocol, the_plan, spec, done, args, where) if state == "differs"

@@ -3,6 +3,8 @@ the numbers of a run never killed; what may not be resumed is not."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -175,6 +177,22 @@ def test_a_failed_run_deletes_its_checkpoint_and_is_retried_from_scratch(tmp_pat
     assert not checkpoints.path(spec).exists()
 
 
+@contextlib.contextmanager
+def another_machine():
+    """This process reads as another CPU (its machine fingerprint differs) inside the block."""
+    import rlaudit.run.checkpoint as module
+    import rlaudit.run.machine as machine
+
+    real = machine.machine_fingerprint
+    try:
+        machine.machine_fingerprint = lambda: {**real(), "cpu_model": "another CPU"}
+        module.this_machine.cache_clear()
+        yield json.dumps(machine.machine_fingerprint(), sort_keys=True)
+    finally:
+        machine.machine_fingerprint = real
+        module.this_machine.cache_clear()
+
+
 def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
     """A checkpoint whose fingerprint differs (other settings under the same run id; another CPU) is deleted and
     the run trains from scratch; a truncated file and a writer's leftover temporary file are cleaned up too."""
@@ -187,17 +205,8 @@ def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
     assert not checkpoints.path(spec).exists()
 
     kill_at(spec, 900, checkpoints)
-    import rlaudit.run.checkpoint as module
-    import rlaudit.run.machine as machine
-
-    real = machine.machine_fingerprint
-    try:  # another CPU: the store's machine must be where all of a run trained
-        machine.machine_fingerprint = lambda: {**real(), "cpu": "another CPU"}
-        module._code_hash.cache_clear()
+    with another_machine():  # by default the store's machine must be where all of a run trained
         assert checkpoints.load(spec) is None and not checkpoints.path(spec).exists()
-    finally:
-        machine.machine_fingerprint = real
-        module._code_hash.cache_clear()
 
     kill_at(spec, 900, checkpoints)
     path = checkpoints.path(spec)
@@ -208,6 +217,75 @@ def test_a_checkpoint_of_another_run_or_build_is_ignored(tmp_path):
     execute_run(spec, lambda rec: None, progress=reports.append, checkpoints=checkpoints)
     assert not leftover.exists() and not path.exists() and not path.with_suffix(".json").exists()
     assert reports and reports[0] < 896  # trained from the start
+
+
+def test_a_portable_checkpoint_resumes_on_another_machine_and_the_run_says_where_it_trained(tmp_path):
+    """With ``portable`` a checkpoint written on another machine is resumed (from where it stopped, its evaluations
+    kept) and the result lists both machines with the step the second took over; a checkpoint saved after the move
+    keeps the history. Without ``portable``, the same checkpoint is deleted and the run restarts (test above)."""
+    from rlaudit.run.checkpoint import saved_checkpoints, this_machine
+
+    spec = spec_for("DQN")
+    plain = []
+    execute_run(spec, plain.append)
+    checkpoints = Checkpoints(tmp_path / "ck", every=0.0, portable=True)
+    with another_machine() as elsewhere:
+        kill_at(spec, 900, checkpoints)
+    here = this_machine()
+    assert elsewhere != here
+    assert saved_checkpoints(tmp_path / "ck") == {spec.run_id: (896, False)}  # `rlaudit status` says "another machine"
+    state = checkpoints.load(spec)
+    assert state["trained_on"] == [[elsewhere, 0], [here, 896]]
+
+    resumed, reports = [], []
+    result = execute_run(spec, resumed.append, progress=reports.append, checkpoints=checkpoints)
+    assert reports[0] == 896 and numbers(resumed)[:3] == numbers(plain)[:3]
+    assert result.trained_on == ((elsewhere, 0), (here, 896))
+    assert execute_run(spec, lambda rec: None).trained_on is None  # one machine: nothing to say
+
+    with another_machine():
+        kill_at(spec, 900, checkpoints)
+    kill_at(spec, 1200, checkpoints)  # resumed here at 896, checkpointed again at 1196
+    state = checkpoints.load(spec)
+    assert [k for _, k in state["trained_on"]] == [0, 896] and state["env_steps"] == 1196
+
+
+def test_the_code_a_checkpoint_matches_ignores_comments_and_docstrings():
+    """Editing a comment or a docstring of the training code keeps the checkpoints; a changed number does not."""
+    from rlaudit.run.checkpoint import _code_of
+
+    plain = "def f(x):\n    return x + 1\n"
+    assert _code_of(plain) == _code_of('"""Module."""\n# a comment\ndef f(x):\n    """Adds one."""\n'
+                                       '    return x + 1  # one\n')
+    assert _code_of(plain) != _code_of("def f(x):\n    return x + 2\n")
+    assert _code_of('def f():\n    """Only a docstring."""\n') == _code_of("def f():\n    pass\n")
+
+
+def test_a_run_that_trained_on_two_machines_names_both_in_the_store(tmp_path):
+    """The store names each machine of a moved run in ``runs.machine`` (``machine`` and a ``machine_also_*`` it
+    records), the compute summary says ``A then B``, and ``run_machines`` reads them in order."""
+    from rlaudit.run.checkpoint import this_machine
+    from rlaudit.run.spec import RunResult
+    from rlaudit.store import Store, compute_used, run_machines
+
+    protocol = parse_protocol(SWEEP, "resume.toml")
+    spec = plan(protocol).runs[0]
+    path = tmp_path / "s.sqlite"
+    store = Store.open_for_run(path, protocol, machine=json.loads(this_machine()))
+    try:
+        store.sync_plan(plan(protocol))
+        store.started(spec.run_id, "w")
+        other = json.dumps({**json.loads(this_machine()), "cpu_model": "Intel Xeon Processor"}, sort_keys=True)
+        store.finished(RunResult(spec.run_id, 6000, 10.0, 9.0, trained_on=((other, 0), (this_machine(), 3000))))
+    finally:
+        store.close()
+    keys = run_machines(path, spec.run_id)
+    assert len(keys) == 2 and keys[0].startswith("machine_also_") and keys[1] == "machine"
+    con = sqlite3.connect(path)
+    assert json.loads(dict(con.execute("SELECT key, value FROM meta"))[keys[0]])["cpu_model"] == "Intel Xeon Processor"
+    con.close()
+    (where,) = compute_used(path)["machines"]
+    assert where["runs"] == 1 and re.fullmatch(r"Intel Xeon Processor .* then .*", where["machine"]), where
 
 
 # ------------------------------------------------------------------------------------------- through the CLI
@@ -298,6 +376,9 @@ def test_ctrl_c_keeps_the_checkpoint_and_the_summary_says_the_run_will_resume(tm
      "--checkpoint-every: applies to --executor local only; runs on a Ray cluster restart from scratch"),
     (["--executor", "ray", "--no-checkpoints"],
      "--no-checkpoints: applies to --executor local only; runs on a Ray cluster restart from scratch"),
+    (["--executor", "ray", "--resume-on-any-machine"],
+     "--resume-on-any-machine: applies to --executor local only; runs on a Ray cluster restart from scratch"),
+    (["--no-checkpoints", "--resume-on-any-machine"], "--resume-on-any-machine: cannot be given with --no-checkpoints"),
 ])
 def test_bad_checkpoint_options_are_one_line_and_write_nothing(tmp_path, args, message):
     protocol = tmp_path / "resume.toml"

@@ -178,6 +178,23 @@ def test_replay_on_another_machine_compares_distributions(tiny_store, tmp_path):
     assert "DIFFERENT" not in out.stdout
 
 
+def test_replay_of_a_run_that_trained_on_two_machines_compares_distributions(tiny_store, tmp_path):
+    """On the recording machine too: a run resumed from a checkpoint written elsewhere (``runs.machine`` names two
+    machines, ``rlaudit run --resume-on-any-machine``) cannot be replayed bit for bit, and the script says why."""
+    copy = _copy(tiny_store, tmp_path)
+    other = json.dumps({**machine_fingerprint(), "cpu_model": "another CPU"}, sort_keys=True)
+    _set_meta(copy, "machine_also_0123456789ab", other)
+    con = sqlite3.connect(copy)
+    with con:
+        con.execute("UPDATE runs SET machine='machine_also_0123456789ab+machine' WHERE run_id=?", (RUN,))
+    con.close()
+    out = _replay(copy, RUN)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (f"  {RUN} trained on 2 machines in turn (resumed from a checkpoint written on another), so no machine "
+            f"replays it bit for bit") in out.stdout
+    assert "comparing distributions" in out.stdout and out.stdout.splitlines()[-1].startswith("verdict: ")
+
+
 def _shift_returns(store: Path, by: float) -> None:
     """Move every recorded return by ``by``, checksums recomputed: an intact store that does not reproduce."""
     con = sqlite3.connect(store)

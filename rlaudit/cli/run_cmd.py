@@ -189,12 +189,16 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
                    "STORE.checkpoints/; a run killed part-way resumes from it with the same numbers (SB3 "
                    "off-policy algorithms: the DQN family, SAC, TD3; others restart). 0: at every boundary.")
 @click.option("--no-checkpoints", is_flag=True, help="Local executor: no mid-run checkpoints.")
+@click.option("--resume-on-any-machine", is_flag=True,
+              help="Local executor: resume a checkpoint written on another machine too (default: that run restarts, "
+                   "so that each run is bit-reproducible on one machine); the run then records each machine it "
+                   "trained on, for sweeps whose runs outlast the machine they start on.")
 @click.option("--runtime-env", default=None, metavar="JSON|FILE",
               help="Ray: runtime environment for the workers, e.g. '{\"working_dir\": \"plugins/\"}' or a .json/.yaml file.")
 @rerun_options
 def run(protocol: str, store: str | None, workers: int | None, only: str | None, dry_run: bool, new_store: bool,
         executor: str, address, cpus_per_run, gpus_per_run, max_retries, run_timeout, checkpoint_every,
-        no_checkpoints, runtime_env, rerun_suite=None, rerun_budgets=None, rerun_seeds=None) -> None:
+        no_checkpoints, resume_on_any_machine, runtime_env, rerun_suite=None, rerun_budgets=None, rerun_seeds=None) -> None:
     """Train and evaluate PROTOCOL's runs into a resumable store.
 
     Finished runs in the store are skipped; unfinished ones resume from their last checkpoint (the DQN family and
@@ -220,11 +224,13 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         raise InputError(f"--workers: must be at least 1, got {workers}")
     if executor == "ray" and workers is not None:
         raise InputError("--workers: applies to --executor local only; Ray places runs by --cpus-per-run")
-    if executor == "ray" and (checkpoint_every is not None or no_checkpoints):
-        flag = "--checkpoint-every" if checkpoint_every is not None else "--no-checkpoints"
+    if executor == "ray" and (checkpoint_every is not None or no_checkpoints or resume_on_any_machine):
+        flag = ("--checkpoint-every" if checkpoint_every is not None else
+                "--no-checkpoints" if no_checkpoints else "--resume-on-any-machine")
         raise InputError(f"{flag}: applies to --executor local only; runs on a Ray cluster restart from scratch")
-    if checkpoint_every is not None and no_checkpoints:
-        raise InputError("--checkpoint-every: cannot be given with --no-checkpoints")
+    if no_checkpoints and (checkpoint_every is not None or resume_on_any_machine):
+        flag = "--checkpoint-every" if checkpoint_every is not None else "--resume-on-any-machine"
+        raise InputError(f"{flag}: cannot be given with --no-checkpoints")
     if checkpoint_every is not None and not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
         raise InputError(f"--checkpoint-every: expected a number of seconds >= 0, got {checkpoint_every:g}")
     opts = dict(ray_opts)
@@ -238,7 +244,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
         if folder.exists() and not folder.is_dir():
             raise InputError(f"{folder}: the store's checkpoint folder is a file; move it aside, or run with "
                              f"--no-checkpoints")
-        opts["checkpoints"] = Checkpoints(folder, every)
+        opts["checkpoints"] = Checkpoints(folder, every, portable=resume_on_any_machine)
     if run_timeout is not None:
         from rlaudit.protocol.loader import run_timeout_value
 
@@ -303,7 +309,10 @@ def status(store: str) -> None:
     saved = saved_checkpoints(checkpoint_dir(store))
     if saved:
         console.print(f"{len(saved)} unfinished run(s) will resume from a checkpoint: "
-                      + "; ".join(f"{rid} at {steps:,} env steps" for rid, steps in saved.items()),
+                      + "; ".join(f"{rid} at {steps:,} env steps"
+                                  + ("" if here else " (written on another machine: resumed with "
+                                                     "--resume-on-any-machine, else restarted)")
+                                  for rid, (steps, here) in saved.items()),
                       highlight=False, soft_wrap=True)
 
 

@@ -22,16 +22,22 @@ done again and counted once.
 (on-policy algorithms, whose ``learn`` keeps its iteration count in a local; learner plugins; JAX batches)
 restart from scratch as before.
 
-**Validity.** A checkpoint is used only by the run it was written for (its spec, the protocol's hash aside) on the
-same machine (the fingerprint a store records: CPU model and flags, torch and NumPy builds), so that every
-recorded run is bit-reproducible where its store says it was trained, with the same Python, torch, NumPy,
-gymnasium, stable-baselines3, sb3-contrib and rlaudit training code (a hash of the modules that build and train
-a run); any other checkpoint is ignored and overwritten (a run moved to another CPU restarts from scratch). It is deleted when its
-run finishes or fails (a failure is retried from scratch), and kept when the run is killed or interrupted.
+**Validity.** A checkpoint is used only by the run it was written for (its spec, the protocol's hash aside) with
+the same Python, torch, NumPy, gymnasium, stable-baselines3, sb3-contrib and rlaudit training code (a hash of the
+code of the modules that build and train a run, comments and docstrings aside); any other checkpoint is ignored and
+overwritten. By default it is also used only on the machine that wrote it (the fingerprint a store records: CPU
+model and flags, torch and NumPy builds), so that every recorded run is bit-reproducible where its store says it
+was trained; a run moved to another CPU restarts from scratch. With ``portable`` (``rlaudit run
+--resume-on-any-machine``) a checkpoint written on another machine is resumed too, for sweeps whose runs outlast
+the machine they start on: the run then records every machine it trained on (``runs.machine`` names them in
+order), its numbers are those of neither machine's uninterrupted run, and a replay compares it as a
+distribution, not bit for bit (``scripts/replay_run.py``). A checkpoint is deleted when its run finishes or fails
+(a failure is retried from scratch), and kept when the run is killed or interrupted.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import glob
@@ -76,24 +82,32 @@ def checkpointable(agent) -> bool:
 
 
 def _fingerprint(spec: RunSpec) -> str:
-    """What a checkpoint must match: the run (protocol hash aside: a header comment changes it) and the code."""
+    """What a checkpoint must match on any machine: the run (protocol hash aside: a header comment changes it), the
+    libraries and the training code."""
     run = json.loads(spec.to_json())
     run.pop("protocol_hash", None)
     return hashlib.sha256((json.dumps(run, sort_keys=True) + _code_hash()).encode()).hexdigest()
 
 
 @functools.cache
+def this_machine() -> str:
+    """This machine's fingerprint (:func:`rlaudit.run.machine.machine_fingerprint`) as the canonical JSON text a
+    store records in its ``meta``."""
+    from rlaudit.run.machine import machine_fingerprint
+
+    return json.dumps(machine_fingerprint(), sort_keys=True)
+
+
+@functools.cache
 def _code_hash() -> str:
-    """The machine (:func:`rlaudit.run.machine.machine_fingerprint`: CPU model and flags, torch and NumPy builds), the
-    libraries' versions and rlaudit's training code, as this process imported them."""
+    """The libraries' versions and rlaudit's training code as this process imported it (its syntax tree without
+    docstrings: a comment or a docstring does not change a number)."""
     import gymnasium
     import sb3_contrib
     import stable_baselines3
     import torch
 
-    from rlaudit.run.machine import machine_fingerprint
-
-    h = hashlib.sha256(json.dumps(machine_fingerprint(), sort_keys=True).encode())
+    h = hashlib.sha256()
     for part in (sys.version, torch.__version__, np.__version__, gymnasium.__version__,
                  stable_baselines3.__version__, sb3_contrib.__version__):
         h.update(part.encode())
@@ -102,8 +116,20 @@ def _code_hash() -> str:
         path = root / name
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             h.update(f.relative_to(root).as_posix().encode())
-            h.update(f.read_bytes())
+            h.update(_code_of(f.read_text()).encode())
     return h.hexdigest()
+
+
+def _code_of(source: str) -> str:
+    """``source``'s syntax tree without docstrings, as text."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 @dataclass(frozen=True)
@@ -113,10 +139,12 @@ class Checkpoints:
     Attributes:
         directory: the folder of the checkpoint files (made when the first is written).
         every: seconds of a run's wall time between two checkpoints (0: at every update boundary).
+        portable: resume checkpoints written on another machine too (see the module's **Validity**).
     """
 
     directory: Path
     every: float = DEFAULT_EVERY_S
+    portable: bool = False
 
     def path(self, spec: RunSpec) -> Path:
         """The checkpoint file of ``spec``'s run (its id made file-safe, plus a hash against collisions)."""
@@ -128,17 +156,23 @@ class Checkpoints:
         import cloudpickle
 
         self.directory.mkdir(parents=True, exist_ok=True)
-        payload = zlib.compress(cloudpickle.dumps({"fingerprint": _fingerprint(spec), "state": state},
-                                                  protocol=5), 1)
+        payload = zlib.compress(cloudpickle.dumps({"fingerprint": _fingerprint(spec), "machine": this_machine(),
+                                                   "state": state}, protocol=5), 1)
         target = self.path(spec)
         _write_atomically(target, payload)
         # what `rlaudit status` shows, without unpickling the checkpoint
-        note = {"run_id": spec.run_id, "env_steps": state["env_steps"], "saved_at": time.time()}
+        note = {"run_id": spec.run_id, "env_steps": state["env_steps"], "saved_at": time.time(),
+                "machine": this_machine()}
         _write_atomically(target.with_suffix(".json"), json.dumps(note).encode())
 
     def load(self, spec: RunSpec) -> dict | None:
-        """``spec``'s checkpointed state, or ``None`` when there is none or it was written for another run or
-        other code (then it is deleted: the run starts from scratch and will overwrite it)."""
+        """``spec``'s checkpointed state, or ``None`` when there is none or it was written for another run, other
+        code, or (unless :attr:`portable`) on another machine; then it is deleted: the run starts from scratch
+        and will overwrite it.
+
+        The state's ``"trained_on"`` lists ``[machine fingerprint (JSON text), env step it took the run up
+        from]`` for each machine the run has trained on, this one last.
+        """
         import pickle
 
         target = self.path(spec)
@@ -150,8 +184,13 @@ class Checkpoints:
             return None
         try:
             data = pickle.loads(zlib.decompress(target.read_bytes()))
-            if data.get("fingerprint") == _fingerprint(spec):
-                return data["state"]
+            if data.get("fingerprint") == _fingerprint(spec) and (self.portable or data["machine"] == this_machine()):
+                state = data["state"]
+                trained_on = list(state.get("trained_on") or [[data["machine"], 0]])
+                if trained_on[-1][0] != this_machine():
+                    trained_on.append([this_machine(), int(state["env_steps"])])
+                state["trained_on"] = trained_on
+                return state
         except Exception:  # unreadable (another build's classes, a truncated file): not this run's checkpoint
             pass
         self.discard(spec)
@@ -174,14 +213,15 @@ def _write_atomically(target: Path, payload: bytes) -> None:
     os.replace(tmp, target)
 
 
-def saved_checkpoints(directory: str | os.PathLike) -> dict[str, int]:
-    """Run id -> env steps of each checkpoint in ``directory`` (none when it does not exist)."""
-    out: dict[str, int] = {}
+def saved_checkpoints(directory: str | os.PathLike) -> dict[str, tuple[int, bool]]:
+    """Run id -> ``(env steps, written on this machine)`` of each checkpoint in ``directory`` (none when it does
+    not exist)."""
+    out: dict[str, tuple[int, bool]] = {}
     for note in sorted(Path(directory).glob("*.json")):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             data = json.loads(note.read_text())
             if note.with_suffix(".ckpt").exists():
-                out[str(data["run_id"])] = int(data["env_steps"])
+                out[str(data["run_id"])] = (int(data["env_steps"]), data.get("machine") == this_machine())
     return out
 
 
@@ -203,4 +243,4 @@ def set_random_states(states: tuple) -> None:
 
 
 __all__ = ["DEFAULT_EVERY_S", "SUFFIX", "Checkpoints", "checkpoint_dir", "checkpointable", "random_states",
-           "saved_checkpoints", "set_random_states"]
+           "saved_checkpoints", "set_random_states", "this_machine"]

@@ -102,13 +102,14 @@ def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
         set_random_states(resumed["random"])
         t0, cpu0 = t0 - resumed["wall_s"], cpu0 - resumed["cpu_s"]
         start = resumed["env_steps"]
+        trained_on = resumed["trained_on"]
         for rec in resumed["evaluations"]:
             made.append(rec)
             emit(rec)
         if progress is not None:
             progress(start)
     else:
-        env, eval_envs, start = make_env(spec.task, spec.seed), [], 0
+        env, eval_envs, start, trained_on = make_env(spec.task, spec.seed), [], 0, None
     try:
         if resumed is None:
             if build_agent is not None:
@@ -159,7 +160,7 @@ def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             if time.monotonic() < state["next_checkpoint"] or steps in (start, total):
                 return
             checkpoints.save(spec, {"env": env, "agent": agent, "eval_envs": eval_envs, "random": random_states(),
-                                    "env_steps": steps, "evaluations": list(made),
+                                    "env_steps": steps, "evaluations": list(made), "trained_on": trained_on,
                                     "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0})
             state["next_checkpoint"] = time.monotonic() + checkpoints.every
 
@@ -169,7 +170,8 @@ def _execute_run(spec: RunSpec, emit: Callable[[EvalRecord], None],
             agent.train(total, on_step)
         steps = max(state["steps"], total)
         evaluate_at(steps)
-        return RunResult(spec.run_id, steps, time.perf_counter() - t0, time.process_time() - cpu0)
+        moved = tuple((m, int(k)) for m, k in trained_on) if trained_on and len(trained_on) > 1 else None
+        return RunResult(spec.run_id, steps, time.perf_counter() - t0, time.process_time() - cpu0, trained_on=moved)
     finally:
         env.close()
         for e in eval_envs:

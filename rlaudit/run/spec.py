@@ -199,3 +199,7 @@ class RunResult:
     """CPU seconds of the process that trained it, all its threads (:func:`time.process_time`), from the start
     to the end of the run (environments, training, evaluations); for runs trained together in one process (a JAX
     seed batch), the batch's CPU time divided equally among them. ``None``: not measured."""
+    trained_on: tuple[tuple[str, int], ...] | None = None
+    """For a run resumed from a checkpoint written on another machine (:mod:`rlaudit.run.checkpoint`, ``portable``):
+    ``(machine fingerprint as JSON text, env step from which it trained there)`` for each machine, in order.
+    ``None``: the run trained on the recording driver's machine only."""

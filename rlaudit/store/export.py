@@ -269,6 +269,19 @@ def stored_machines(path: str | os.PathLike) -> tuple[dict[str, str] | None, lis
     return found.pop("machine", None), list(found.values())
 
 
+def run_machines(path: str | os.PathLike, run_id: str) -> list[str] | None:
+    """The ``meta`` keys of the machines that trained ``run_id``, in order (several for a run resumed from a
+    checkpoint written on another machine); ``None`` where the store does not record it."""
+    con = open_readonly(path)
+    try:
+        if "machine" not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
+            return None
+        row = con.execute("SELECT machine FROM runs WHERE run_id=?", (run_id,)).fetchone()
+    finally:
+        con.close()
+    return row[0].split("+") if row and row[0] else None
+
+
 def compute_used(path: str | os.PathLike) -> dict:
     """What training the store's finished runs took, for a report to state.
 
@@ -276,8 +289,9 @@ def compute_used(path: str | os.PathLike) -> dict:
         ``{"runs": n, "wall_hours": h, "cpu_hours": h or None, "runs_timed": k, "backends": {backend: runs},
         "machines": [{"machine": text, "runs": n}]}``: ``cpu_hours`` sums ``runs.cpu_time`` over the ``runs_timed``
         runs that have one (schema 3; older runs count in ``wall_hours`` only); a machine is the recording driver's
-        fingerprint in short (CPU model, architecture, torch); runs from before schema 3 do not say theirs (the
-        fingerprints the store records are named then).
+        fingerprint in short (CPU model, architecture, torch), or ``A then B`` for a run resumed from a checkpoint
+        written on another machine; runs from before schema 3 do not say theirs (the fingerprints the store
+        records are named then).
     """
     con = open_readonly(path)
     try:
@@ -299,7 +313,7 @@ def compute_used(path: str | os.PathLike) -> dict:
         except (ValueError, AttributeError):
             backend = "unknown"
         backends[backend] = backends.get(backend, 0) + 1
-        where = _machine_text(meta.get(key)) if key else unknown
+        where = " then ".join(_machine_text(meta.get(k)) for k in key.split("+")) if key else unknown
         machines[where] = machines.get(where, 0) + 1
     return {"runs": len(rows), "wall_hours": sum(float(r[1] or 0.0) for r in rows) / 3600,
             "cpu_hours": sum(cpu) / 3600 if cpu else None, "runs_timed": len(cpu), "backends": backends,

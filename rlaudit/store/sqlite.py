@@ -22,6 +22,9 @@ identically (the run's ``spec`` without its protocol hash: seeds, tasks or algor
 where nothing has finished), keeps those runs, replans its unfinished runs that the new protocol plans
 otherwise, takes the new protocol's hash and records ``meta.protocol_changed_<UTC time>`` = ``{"from": old hash,
 "to": new hash, "kept": n, "replanned": m}``. The kept runs' ``spec`` keep the hash they were planned under.
+From 2026-12-04 (no schema change): a run resumed from a checkpoint written on another machine (``rlaudit run
+--resume-on-any-machine``) names the ``meta`` keys of every machine it trained on in ``runs.machine``, joined
+by ``+`` in training order (``machine_also_3f2a…+machine``); each is recorded in ``meta``.
 
 Readers (``status``, ``export``, ``audit``, ``report``) open the file read-only through SQLite's URI
 (``mode=ro``), so a store in a read-only folder or on a read-only mount can be read; when SQLite cannot
@@ -129,6 +132,20 @@ CREATE TABLE evaluations (
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _machine_key(con, text: str, new_store_ok: bool = False) -> str:
+    """The ``meta`` key of the machine fingerprint ``text`` (canonical JSON), recorded if it is not yet:
+    ``machine`` for the store's first writer (with ``new_store_ok``, when a store without runs has none yet),
+    else ``machine_also_<sha256[:12]>``."""
+    row = con.execute("SELECT value FROM meta WHERE key='machine'").fetchone()
+    if row is not None and row[0] == text:
+        return "machine"
+    # A store with runs but no fingerprint was written by an older rlaudit on an unknown machine.
+    fresh = new_store_ok and row is None and con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    key = "machine" if fresh else f"machine_also_{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
+    return key
 
 
 def library_versions() -> dict[str, str]:
@@ -520,17 +537,8 @@ class Store:
     def _record_machine(self, machine: dict[str, str]) -> None:
         """Record the driver's fingerprint: ``machine`` when none is recorded yet in a new store, else
         ``machine_also_<sha256[:12]>`` when it differs from the recorded one."""
-        text = json.dumps(machine, sort_keys=True)
         with self.transaction() as con:
-            row = con.execute("SELECT value FROM meta WHERE key='machine'").fetchone()
-            if row is not None and row[0] == text:
-                self.machine_key = "machine"
-                return
-            # A store with runs but no fingerprint was written by an older rlaudit on an unknown machine.
-            fresh = row is None and con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
-            key = "machine" if fresh else f"machine_also_{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-            con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
-        self.machine_key = key
+            self.machine_key = _machine_key(con, json.dumps(machine, sort_keys=True), new_store_ok=True)
 
     def _migrate(self) -> None:
         """Bring an older store to :data:`SCHEMA_VERSION` in one transaction (see the history above)."""
@@ -617,12 +625,16 @@ class Store:
                         "VALUES (?, ?, ?, ?, ?, ?)", (*fields, record_checksum(*fields)))
 
     def finished(self, result) -> None:
-        """Mark a run done."""
+        """Mark a run done; a run that trained on several machines (:attr:`RunResult.trained_on`) names each
+        one's ``meta`` key in ``runs.machine``, joined by ``+`` in training order."""
         with self.transaction() as con:
             cpu = getattr(result, "cpu_time", None)
+            machine = self.machine_key
+            if getattr(result, "trained_on", None) and machine is not None:
+                machine = "+".join(_machine_key(con, text) for text, _ in result.trained_on)
             con.execute("UPDATE runs SET status='done', finished=?, wall_time=?, env_steps=?, cpu_time=?, machine=? "
                         "WHERE run_id=?", (_now(), float(result.wall_time), int(result.env_steps),
-                                           None if cpu is None else float(cpu), self.machine_key, result.run_id))
+                                           None if cpu is None else float(cpu), machine, result.run_id))
 
     def failed(self, run_id: str, error: str) -> None:
         """Mark a run failed with its traceback (its partial evaluations stay, for diagnosis only)."""
