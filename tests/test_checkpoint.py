@@ -261,6 +261,48 @@ def test_the_code_a_checkpoint_matches_ignores_comments_and_docstrings():
     assert _code_of('def f():\n    """Only a docstring."""\n') == _code_of("def f():\n    pass\n")
 
 
+def test_large_arrays_of_zeros_and_ones_are_stored_a_bit_per_value_and_load_unchanged(tmp_path):
+    """MinAtar's frames in a replay buffer are 0/1 bytes: packed, a checkpoint is several times smaller; every
+    array loads back with its dtype, shape and values, writable; an array with other values is kept as it is."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    state = {"env_steps": 5, "frames": rng.integers(0, 2, (3000, 1, 10, 10, 4), dtype=np.uint8),
+             "flags": rng.random((2_000_001,)) < 0.1, "pixels": rng.integers(0, 256, (3000, 400), dtype=np.uint8),
+             "small": np.array([0, 1, 1], dtype=np.uint8), "odd_size": rng.integers(0, 2, (1_048_583,), dtype=np.uint8)}
+    checkpoints = Checkpoints(tmp_path / "ck", portable=True)
+    spec = spec_for("DQN")
+    checkpoints.save(spec, state)
+    loaded = checkpoints.load(spec)
+    for key in ("frames", "flags", "pixels", "small", "odd_size"):
+        a, b = state[key], loaded[key]
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), key
+        assert b.flags.writeable, key
+    import zlib
+
+    raw = zlib.decompress(checkpoints.path(spec).read_bytes())
+    assert len(raw) < state["pixels"].nbytes + (state["frames"].nbytes + state["flags"].nbytes) / 4  # packed
+    assert b"_unpack_bits" in raw
+
+
+def test_the_training_code_is_read_when_the_module_is_imported_not_at_the_first_save(monkeypatch):
+    """A driver runs for hours: a file edited meanwhile must not lend its hash to checkpoints written by the code
+    the driver imported before the edit."""
+    from rlaudit.run import checkpoint
+
+    before = checkpoint._code_hash()
+    checkpoint._code_hash.cache_clear()
+
+    def no_reading(self, *args, **kwargs):
+        raise AssertionError(f"{self} read after import")
+
+    monkeypatch.setattr(Path, "read_text", no_reading)
+    try:
+        assert checkpoint._code_hash() == before
+    finally:
+        checkpoint._code_hash.cache_clear()
+
+
 def test_a_run_that_trained_on_two_machines_names_both_in_the_store(tmp_path):
     """The store names each machine of a moved run in ``runs.machine`` (``machine`` and a ``machine_also_*`` it
     records), the compute summary says ``A then B``, and ``run_machines`` reads them in order."""

@@ -59,6 +59,17 @@ def fill(store, spec, means: dict[int, float]) -> None:
     store.finished(RunResult(spec.run_id, max(means), 1.5))
 
 
+def one_done_one_running(path, pl):
+    """A store at ``path`` whose first run is done and whose second is running, one evaluation in."""
+    store = Store.open_for_run(path, pl.protocol)
+    store.sync_plan(pl)
+    a, b = pl.runs[0], pl.runs[1]
+    fill(store, a, {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0})
+    store.started(b.run_id, "w2")
+    store.record(EvalRecord(b.run_id, 50, (1.0,), (5,), 0.1))
+    return store, a, b
+
+
 def test_schema_meta_and_plan(tmp_path, pl):
     store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
     store.sync_plan(pl)
@@ -115,12 +126,7 @@ def test_validate_reads_a_store_being_written_and_says_how_far_it_is(tmp_path, p
 
 
 def test_resume_discards_partial_runs(tmp_path, pl):
-    store = Store.open_for_run(tmp_path / "s.sqlite", pl.protocol)
-    store.sync_plan(pl)
-    a, b = pl.runs[0], pl.runs[1]
-    fill(store, a, {50: 1.0, 100: 2.0, 150: 3.0, 200: 4.0})
-    store.started(b.run_id, "w2")
-    store.record(EvalRecord(b.run_id, 50, (1.0,), (5,), 0.1))
+    store, a, b = one_done_one_running(tmp_path / "s.sqlite", pl)
     store.con.close()  # the driver dies: no close(), no status update
     store._lock_fh.close()
 
@@ -531,3 +537,20 @@ def test_a_spec_stored_before_a_field_existed_compares_with_its_default(pl):
     assert _spec_content(json.dumps(spec)) == _spec_content(pl.runs[0].to_json())
     spec["algorithm"]["backend"] = "jax"
     assert _spec_content(json.dumps(spec)) != _spec_content(pl.runs[0].to_json())
+
+
+def test_the_main_file_alone_holds_every_finished_run(tmp_path, pl):
+    """git commits store.sqlite without its -wal: a copy of the main file taken while the driver runs (no close(),
+    no WAL checkpoint at exit) must still hold each finished run and its evaluations."""
+    import shutil
+
+    store, a, b = one_done_one_running(tmp_path / "s.sqlite", pl)
+    assert (tmp_path / "s.sqlite-wal").exists()
+    (tmp_path / "copy").mkdir()
+    shutil.copy(tmp_path / "s.sqlite", tmp_path / "copy" / "s.sqlite")  # the main file only
+    store.close()
+
+    con = sqlite3.connect(tmp_path / "copy" / "s.sqlite")
+    assert con.execute("SELECT status FROM runs WHERE run_id=?", (a.run_id,)).fetchone()[0] == "done"
+    assert con.execute("SELECT COUNT(*) FROM evaluations WHERE run_id=?", (a.run_id,)).fetchone()[0] == 4
+    con.close()

@@ -42,6 +42,7 @@ import contextlib
 import functools
 import glob
 import hashlib
+import io
 import json
 import os
 import random
@@ -98,10 +99,22 @@ def this_machine() -> str:
     return json.dumps(machine_fingerprint(), sort_keys=True)
 
 
+def _source_digest() -> str:
+    """rlaudit's training code (its syntax tree without docstrings: a comment or a docstring does not change a
+    number)."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for name in _TRAINING_CODE:
+        path = root / name
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(_code_of(f.read_text()).encode())
+    return h.hexdigest()
+
+
 @functools.cache
 def _code_hash() -> str:
-    """The libraries' versions and rlaudit's training code as this process imported it (its syntax tree without
-    docstrings: a comment or a docstring does not change a number)."""
+    """The libraries' versions and rlaudit's training code as this process imported it."""
     import gymnasium
     import sb3_contrib
     import stable_baselines3
@@ -109,14 +122,8 @@ def _code_hash() -> str:
 
     h = hashlib.sha256()
     for part in (sys.version, torch.__version__, np.__version__, gymnasium.__version__,
-                 stable_baselines3.__version__, sb3_contrib.__version__):
+                 stable_baselines3.__version__, sb3_contrib.__version__, _SOURCE_DIGEST):
         h.update(part.encode())
-    root = Path(__file__).resolve().parents[1]
-    for name in _TRAINING_CODE:
-        path = root / name
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(f.relative_to(root).as_posix().encode())
-            h.update(_code_of(f.read_text()).encode())
     return h.hexdigest()
 
 
@@ -130,6 +137,11 @@ def _code_of(source: str) -> str:
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree)
+
+
+_SOURCE_DIGEST = _source_digest()
+"""Read when this module is imported, not at the first save: a file edited while a driver runs (hours) must not
+give its runs' checkpoints the edited code's fingerprint."""
 
 
 @dataclass(frozen=True)
@@ -153,11 +165,10 @@ class Checkpoints:
 
     def save(self, spec: RunSpec, state: dict) -> None:
         """Write ``state`` as ``spec``'s checkpoint (atomically: a kill mid-write leaves the previous one)."""
-        import cloudpickle
-
         self.directory.mkdir(parents=True, exist_ok=True)
-        payload = zlib.compress(cloudpickle.dumps({"fingerprint": _fingerprint(spec), "machine": this_machine(),
-                                                   "state": state}, protocol=5), 1)
+        buffer = io.BytesIO()
+        _pickler_class()(buffer, protocol=5).dump({"fingerprint": _fingerprint(spec), "machine": this_machine(), "state": state})
+        payload = zlib.compress(buffer.getvalue(), 1)
         target = self.path(spec)
         _write_atomically(target, payload)
         # what `rlaudit status` shows, without unpickling the checkpoint
@@ -201,6 +212,32 @@ class Checkpoints:
         for path in (self.path(spec), self.path(spec).with_suffix(".json")):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+_PACK_BYTES = 1 << 20
+"""Arrays of 0/1 bytes from this size up are stored a bit per value (MinAtar's frames in a replay buffer)."""
+
+
+def _unpack_bits(bits: np.ndarray, shape: tuple, dtype: str) -> np.ndarray:
+    """The array that :func:`_pickler_class`'s pickler packed (a new, writable one)."""
+    return np.unpackbits(bits, count=int(np.prod(shape)))[: int(np.prod(shape))].astype(dtype).reshape(shape)
+
+
+@functools.cache
+def _pickler_class():
+    """cloudpickle's pickler, with large arrays of 0s and 1s (bool or uint8: MinAtar's observations in a replay
+    buffer) stored a bit per value; they load to the same array (made when first used: cloudpickle is imported
+    only by runs that save)."""
+    import cloudpickle
+
+    class Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj):
+            if (type(obj) is np.ndarray and obj.dtype in (np.bool_, np.uint8) and obj.nbytes >= _PACK_BYTES
+                    and (obj.dtype == np.bool_ or int(obj.max(initial=0)) <= 1)):
+                return _unpack_bits, (np.packbits(obj, axis=None), obj.shape, obj.dtype.str)
+            return super().reducer_override(obj)
+
+    return Pickler
 
 
 def _write_atomically(target: Path, payload: bytes) -> None:

@@ -39,7 +39,9 @@ under a temporary name and linked into place complete, so a driver killed at any
 store or a whole one, never an empty file.
 
 Durability: WAL journal, ``synchronous=FULL``, one transaction per event (a run started, an evaluation, a
-run finished or failed), so a killed driver loses at most the event in flight. A run's evaluations count
+run finished or failed), so a killed driver loses at most the event in flight. Each finished run is also
+checkpointed from the WAL into the main file, so a copy of ``store.sqlite`` without its ``-wal`` (what git
+commits) holds every finished run. A run's evaluations count
 only once the run is ``done``; a run found ``running`` when a driver starts was interrupted and restarts from
 scratch, its partial evaluations deleted in the same transaction. One writer: ``rlaudit run`` holds an
 exclusive ``flock`` on the store file for its whole life; a second one is refused.
@@ -635,6 +637,9 @@ class Store:
             con.execute("UPDATE runs SET status='done', finished=?, wall_time=?, env_steps=?, cpu_time=?, machine=? "
                         "WHERE run_id=?", (_now(), float(result.wall_time), int(result.env_steps),
                                            None if cpu is None else float(cpu), machine, result.run_id))
+        # the main file alone now holds every finished run: a copy of the store taken without its -wal (git
+        # ignores it; a checkout recovered from a stopped sitting lacks it) loses no finished run
+        self.con.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def failed(self, run_id: str, error: str) -> None:
         """Mark a run failed with its traceback (its partial evaluations stay, for diagnosis only)."""
