@@ -25,6 +25,11 @@ A comparison whose runs were added after a first look (more seeds, pooled as abo
 p-values were both at or above ``alpha / 2``). Uncorrected, two looks at 10 and 20 runs a side err more often
 than ``alpha``: ``bench/equivalence_calibration.py``.
 
+``--by-task`` adds, per task, whether ``b`` scores above ``a`` across the algorithms: Stouffer's combination of
+their one-sided Welch tests, with its p read as if they were independent and by permuting seeds between the sides
+(each seed's runs of every algorithm kept together, since at a seed they share network and environment seeds;
+:func:`rlaudit.stats.equivalence.shift_across`, calibrated by ``bench/shift_calibration.py``).
+
 Labels are matched by name; with ``--map "A label=B label"`` (repeatable) only the mapped labels are compared
 (two entries of one store: ``--a`` and ``--b`` the same file). Exit status 2 with one line on bad
 input (a missing store, no common (label, task, budget)).
@@ -109,7 +114,8 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
                      "mean_a": float(x.mean()), "sd_a": float(x.std(ddof=1)), "mean_b": float(y.mean()),
                      "sd_b": float(y.std(ddof=1)), "difference": c.difference, "interval": c.interval,
                      "p_different": c.p_different, "p_equivalent": c.p_equivalent, "margin": c.margin,
-                     "smallest_margin": narrowest, "level": level, "verdict": c.verdict})
+                     "smallest_margin": narrowest, "level": level, "verdict": c.verdict,
+                     "scores_a": dict(xa), "scores_b": dict(sb[key])})
     unmatched = sorted(set(looks) - {(r["label"], r["task"]) for r in rows})
     if unmatched:
         raise InputError(f"--looks {unmatched[0][0]}@{unmatched[0][1]}: no such compared (algorithm, task)")
@@ -120,29 +126,31 @@ def compare_stores(a: str | Sequence[str], b: str | Sequence[str], margin: float
     return rows
 
 
-def task_shifts(rows: list[dict]) -> list[dict]:
-    """Per task, whether ``b`` scores above ``a`` across the compared algorithms: how many of them do, and Stouffer's
-    combination of their one-sided Welch tests (``z = sum(z_i) / sqrt(k)`` with ``z_i`` the normal quantile of
-    P(t > t_i), two-sided p of ``z``). The algorithms' runs are independent, so under "no shift for any algorithm"
-    ``z`` is standard normal. A suite-level reading of the rows, not a verdict on any one of them.
+def task_shifts(rows: list[dict], reps: int = 10_000) -> list[dict]:
+    """Per task, whether ``b`` scores above ``a`` across the compared algorithms
+    (:func:`rlaudit.stats.equivalence.shift_across` on the rows' per-seed scores): how many of them do, Stouffer's
+    combination of their one-sided Welch tests with its p read as if the algorithms were independent, and the
+    p of a seed-block permutation, which stays right when they share seeds (they do: at a seed, every algorithm
+    starts from the same network and environment seeds). A suite-level reading of the rows, not a verdict on any
+    one of them.
 
     Returns:
-        ``{"task", "n", "n_higher", "z", "p"}`` per task, in the order tasks first appear.
+        ``{"task", "n", "n_higher", "z", "p", "p_permutation", "correlation", "reps"}`` per task, in the order
+        tasks first appear (``p`` is ``p_independent``).
     """
-    from scipy import stats
+    from rlaudit.stats.equivalence import shift_across
 
-    out: dict[str, list[float]] = {}
-    higher: dict[str, int] = {}
+    tasks: dict[str, list[dict]] = {}
     for r in rows:
-        va, vb = r["sd_a"] ** 2 / r["n_a"], r["sd_b"] ** 2 / r["n_b"]
-        t = (r["mean_b"] - r["mean_a"]) / (va + vb) ** 0.5
-        df = (va + vb) ** 2 / (va ** 2 / (r["n_a"] - 1) + vb ** 2 / (r["n_b"] - 1))
-        out.setdefault(r["task"], []).append(float(stats.norm.isf(stats.t.sf(t, df))))
-        higher[r["task"]] = higher.get(r["task"], 0) + (r["mean_b"] > r["mean_a"])
+        tasks.setdefault(r["task"], []).append(r)
     result = []
-    for task, zs in out.items():
-        z = sum(zs) / len(zs) ** 0.5
-        result.append({"task": task, "n": len(zs), "n_higher": higher[task], "z": z, "p": float(2 * stats.norm.sf(abs(z)))})
+    for task, group in tasks.items():
+        a = {r["label"]: r["scores_a"] for r in group}
+        b = {r["label"]: r["scores_b"] for r in group}
+        s = shift_across(a, b, reps=reps)
+        result.append({"task": task, "n": s.n, "n_higher": s.n_higher, "z": s.z, "p": s.p_independent,
+                       "p_permutation": s.p_permutation, "correlation": s.correlation, "reps": s.reps,
+                       "splits": s.splits})
     return result
 
 
@@ -186,7 +194,7 @@ def main(argv=None) -> int:
                     help="compare a (label, task, budget) only once each side has this many finished runs (default 2)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--by-task", action="store_true",
-                    help="also, per task, whether b scores above a across the algorithms (Stouffer's z)")
+                    help="also, per task, whether b scores above a across the algorithms (Stouffer's z; seed-permutation p)")
     args = ap.parse_args(argv)
     try:
         for path in args.a + args.b:
@@ -226,9 +234,14 @@ def main(argv=None) -> int:
           + (f" ({len(lowered)} at a lower level after more than one look)" if lowered else "")
           + f": {n_eq} equivalent, {n_diff} different, {len(rows) - n_eq - n_diff} undetermined")
     if args.by_task:
-        print("\nacross the algorithms, per task (b above a; Stouffer's z of one-sided Welch tests, two-sided p):")
+        print("\nacross the algorithms, per task (b above a; Stouffer's z of one-sided Welch tests; two-sided p as if the "
+              "algorithms were independent, and by permuting seeds, each seed's runs of every algorithm together):")
         for s in task_shifts(rows):
-            print(f"  {s['task']}: {s['n_higher']} of {s['n']} higher, z {s['z']:+.2f}, p {s['p']:.3g}")
+            rho = "" if s["correlation"] is None else f"; per-seed scores correlate across algorithms: {s['correlation']:+.2f}"
+            few = (f" (only {s['splits']} ways to split the seeds: it cannot go below about {2 / s['splits']:.2g})"
+                   if 2 / s["splits"] > args.alpha else "")
+            print(f"  {s['task']}: {s['n_higher']} of {s['n']} higher, z {s['z']:+.2f}, p {s['p']:.3g} if independent, "
+                  f"{s['p_permutation']:.3g} by seed permutation ({s['reps']:,}){few}{rho}")
     return 0
 
 

@@ -153,19 +153,75 @@ def test_a_second_look_halves_that_comparisons_level():
 
 def test_task_shifts_combine_the_agents_one_sided_welch_tests():
     """Hand-computed: means 1 apart, SD 1, 10 runs a side: Welch t = 1/sqrt(0.2) = 2.2361 on 18 degrees of freedom,
-    one-sided p 0.019125, z 2.0722. Two such agents: z 2.9305, two-sided p 0.003384; one up and one down: z 0."""
+    one-sided p 0.019125, z 2.0722. Two such agents: z 2.9305, two-sided p 0.003384 read as independent; one up
+    and one down: z 0. The seed permutation's p is reported beside it."""
+    import numpy as np
+
     compare = _script()
+    unit = np.linspace(-1.0, 1.0, 10)
+    unit = unit / unit.std(ddof=1)  # mean 0, SD 1
 
-    def row(task, diff):
-        return {"task": task, "n_a": 10, "n_b": 10, "mean_a": 5.0, "sd_a": 1.0, "mean_b": 5.0 + diff, "sd_b": 1.0}
+    def row(task, label, diff, order=slice(None)):
+        return {"task": task, "label": label, "scores_a": {str(s): 5.0 + v for s, v in enumerate(unit)},
+                "scores_b": {str(s): 5.0 + diff + v for s, v in enumerate(unit[order])}}
 
-    shifts = compare.task_shifts([row("up", 1.0), row("up", 1.0), row("mixed", 1.0), row("mixed", -1.0)])
+    shifts = compare.task_shifts([row("up", "x", 1.0), row("up", "y", 1.0, slice(None, None, -1)),
+                                  row("mixed", "x", 1.0), row("mixed", "y", -1.0)], reps=2000)
     assert [s["task"] for s in shifts] == ["up", "mixed"]
     assert shifts[0]["n"] == 2 and shifts[0]["n_higher"] == 2 and shifts[1]["n_higher"] == 1
     assert shifts[0]["z"] == pytest.approx(2.9304905, abs=1e-6) and shifts[0]["p"] == pytest.approx(0.0033843, abs=1e-6)
     assert shifts[1]["z"] == pytest.approx(0.0, abs=1e-12) and shifts[1]["p"] == pytest.approx(1.0)
-    single = compare.task_shifts([row("one", 1.0)])[0]
-    assert single["z"] == pytest.approx(2.0721697, abs=1e-6)
+    assert shifts[0]["p_permutation"] < 0.05 and shifts[1]["p_permutation"] == 1.0 and shifts[0]["reps"] == 2000
+    single = compare.task_shifts([row("one", "x", 1.0)], reps=0)[0]
+    assert single["z"] == pytest.approx(2.0721697, abs=1e-6) and single["p_permutation"] is None
+
+
+def test_the_shift_test_keeps_its_level_when_the_agents_share_seeds():
+    """Five agents whose runs at a seed share much of their luck (latent correlation 0.6), 10 seeds a side, both
+    sides from one distribution: Stouffer's z read as independent rejects far more often than 5 % (about 0.3;
+    its variance is ~1 + 4 rho), the seed-block permutation near 5 % (bench/shift_calibration.py measures it on
+    four shapes, correlations 0-0.6 and 3-20 seeds)."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import shift_calibration
+
+    rng = np.random.default_rng(7)
+    independent, permutation = shift_calibration.error_rates(shift_calibration._normal, 0.6, 10, 5, reps=200,
+                                                            perms=400, level=0.05, rng=rng)
+    assert independent > 0.15 and permutation < 0.10, (independent, permutation)
+
+
+def test_the_shift_test_is_seeded_and_refuses_disjoint_sides():
+    import numpy as np
+
+    from rlaudit.stats.equivalence import shift_across
+
+    rng = np.random.default_rng(3)
+    a = {g: {str(s): float(v) for s, v in enumerate(rng.normal(5, 1, 8))} for g in "xyz"}
+    b = {g: {str(s): float(v) for s, v in enumerate(rng.normal(5.5, 1, 6))} for g in "xyw"}
+    first, second = shift_across(a, b), shift_across(a, b)
+    assert first == second and first.n == 2  # w and z are on one side only
+    assert 0 < first.p_permutation <= 1 and first.reps == 10_000 and -1 <= first.correlation <= 1
+    with pytest.raises(ValueError, match="no algorithm on both sides"):
+        shift_across({"x": a["x"]}, {"w": b["w"]})
+    three = shift_across({"x": {"0": 1.0, "1": 1.1, "2": 0.9}}, {"x": {"0": 9.0, "1": 9.2, "2": 8.9}})
+    assert three.splits == 20 and three.p_independent < 0.01 and three.p_permutation > 0.09  # 3 seeds a side
+
+
+def test_the_planned_replication_is_what_its_committed_stores_give(capsys):
+    """DQN on SpaceInvaders, seeds 20-59 a side (docs/backends.md, "A replication planned before it ran"): the
+    recorded table is the script's output on the committed stores, and the docs show it."""
+    record = REPO / "sweeps" / "backend-equivalence" / "replication-dqn-spaceinvaders-seeds-20-59.md"
+    args = ["--a", "sweeps/backend-equivalence-seeds-20-59-sb3/store.sqlite",
+            "--b", "sweeps/backend-equivalence-seeds-20-59-jax/store.sqlite", "--margin-frac", "0.25",
+            "--min-runs", "40", "--markdown"]
+    assert _script().main([a if a.startswith("-") or not a.startswith("sweeps/") else str(REPO / a)
+                           for a in args]) == 0
+    assert capsys.readouterr().out == record.read_text()
+    docs = (REPO / "docs" / "backends.md").read_text()
+    marker = f"<!-- replication-dqn-spaceinvaders: generated from {record.relative_to(REPO)} -->\n"
+    assert docs.split(marker)[1].split("<!-- /replication-dqn-spaceinvaders -->")[0] == record.read_text()
 
 
 def test_a_run_in_two_pooled_stores_of_one_side_is_refused_in_one_line(capsys):
@@ -232,6 +288,7 @@ def test_recorded_comparison_at_100k_is_what_the_committed_stores_give(capsys, m
             game = shift["task"].split("/")[1][:-3]
             assert f"{game}\n  z {shift['z']:+.2f}, two-sided p {shift['p']:.2g}" in docs \
                 or f"{game} z {shift['z']:+.2f}, two-sided p {shift['p']:.2g}" in docs, shift
+            assert f"{game}' z {shift['z']:+.2f} has p {shift['p_permutation']:.2g}" in docs, shift  # seed permutation
     findings = [line for line in docs.splitlines() if line.startswith("- **One difference: ")]
     for r in rows:
         if r["verdict"] == "different":

@@ -16,6 +16,7 @@ shown, and "no difference detected" is not "the same". The bootstrap interval of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,3 +207,105 @@ def smallest_margin(x, y, level: float = 0.05) -> float:
     if se == 0.0:
         return abs(d)
     return abs(d) + float(stats.t.ppf(1 - level, df)) * se
+
+
+@dataclass(frozen=True)
+class ShiftTest:
+    """Whether side ``b`` scores above side ``a`` across several algorithms on one task (:func:`shift_across`)."""
+
+    n: int
+    """Algorithms compared."""
+    n_higher: int
+    """Of them, those whose mean is higher on side ``b``."""
+    z: float
+    """Stouffer's combination ``sum(z_i) / sqrt(n)`` of the algorithms' one-sided Welch tests (``z_i`` the normal
+    quantile of ``P(t > t_i)``)."""
+    p_independent: float
+    """Two-sided p of ``z`` read as standard normal: right only if the algorithms' runs are independent."""
+    p_permutation: float | None
+    """Two-sided p of ``|z|`` under seed-block permutation (the sides' seeds shuffled, each seed's runs of every
+    algorithm kept together): right when the algorithms share seeds; ``None`` without per-seed scores."""
+    correlation: float | None
+    """Mean pairwise Spearman correlation between algorithms of their per-seed scores at a shared seed, within each
+    side (how much a seed's luck is shared); ``None`` when fewer than 3 seeds are shared by two algorithms."""
+    reps: int
+    """Permutations drawn (0 without per-seed scores)."""
+    splits: int
+    """Distinct ways to split the seeds between the sides. ``|z|`` of a split and of its mirror image (the sides
+    swapped, when they have as many seeds) are equal, so ``p_permutation`` cannot go below about ``2 / splits``:
+    with 3 seeds a side (20 splits) it never reaches 0.05."""
+
+
+def _welch_z(n_a, s_a, ss_a, n_b, s_b, ss_b) -> np.ndarray:
+    """``z`` of the one-sided Welch test ``b > a`` from counts, sums and sums of squares (arrays, any shape); 0 where
+    a side has fewer than 2 runs or both have no spread."""
+    from scipy import stats
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m_a, m_b = s_a / n_a, s_b / n_b
+        v_a = np.maximum(ss_a - n_a * m_a ** 2, 0.0) / (n_a - 1) / n_a
+        v_b = np.maximum(ss_b - n_b * m_b ** 2, 0.0) / (n_b - 1) / n_b
+        se2 = v_a + v_b
+        t = (m_b - m_a) / np.sqrt(se2)
+        df = se2 ** 2 / (v_a ** 2 / (n_a - 1) + v_b ** 2 / (n_b - 1))
+        z = np.sign(t) * stats.norm.isf(stats.t.sf(np.abs(t), df))  # symmetric: a mirrored split gives -z exactly
+    return np.where((n_a >= 2) & (n_b >= 2) & (se2 > 0) & np.isfinite(z), z, 0.0)
+
+
+def shift_across(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], reps: int = 10_000,
+                 rng: np.random.Generator | None = None) -> ShiftTest:
+    """Does side ``b`` (a backend, a machine) score above side ``a`` across algorithms, on one task?
+
+    Args:
+        a, b: ``algorithm -> {seed: score}`` of each side (the algorithms both sides ran). Within a side the runs
+            of one seed share its randomness (the same network and environment seeds for every algorithm), so
+            their scores may move together; each side's seeds are its own (``a``'s seed 3 is unrelated to
+            ``b``'s seed 3).
+        reps: permutations of the seeds between the sides.
+        rng: draws the permutations (seeded ``default_rng(0)`` when ``None``: same stores, same p).
+
+    Stouffer's z assumes the algorithms' tests independent. With shared seeds they are not: a correlation ``rho``
+    between the tests makes ``z``'s variance about ``1 + (n - 1) rho``, and ``p_independent`` too small
+    (``bench/shift_calibration.py`` measures by how much). ``p_permutation`` keeps its level either way: under
+    "the two sides' runs come from one distribution" a side's seeds are exchangeable with the other's, each
+    seed carrying all its algorithms' scores.
+    """
+    from scipy import stats
+
+    names = [g for g in a if g in b]
+    if not names:
+        raise ValueError("no algorithm on both sides")
+    units = [("a", s) for s in sorted({s for g in names for s in a[g]})] + \
+            [("b", s) for s in sorted({s for g in names for s in b[g]})]
+    x = np.full((len(units), len(names)), np.nan)
+    for i, (side, seed) in enumerate(units):
+        for j, g in enumerate(names):
+            x[i, j] = (a if side == "a" else b)[g].get(seed, np.nan)
+    present = ~np.isnan(x)
+    x0 = np.where(present, x, 0.0)
+    in_b = np.array([side == "b" for side, _ in units])
+
+    def z_of(labels: np.ndarray) -> np.ndarray:  # labels (R, U) of side b -> z (R,)
+        lb = labels.astype(float)
+        la = 1.0 - lb
+        zs = _welch_z(la @ present, la @ x0, la @ x0 ** 2, lb @ present, lb @ x0, lb @ x0 ** 2)
+        return zs.sum(axis=1) / np.sqrt(len(names))
+
+    z = float(z_of(in_b[None, :])[0])
+    means = [(np.mean(list(a[g].values())), np.mean(list(b[g].values()))) for g in names]
+    p_perm = None
+    if reps > 0:
+        rng = np.random.default_rng(0) if rng is None else rng
+        labels = np.argsort(rng.random((reps, len(units))), axis=1) < in_b.sum()
+        p_perm = float((1 + np.sum(np.abs(z_of(labels)) >= abs(z) - 1e-12)) / (1 + reps))
+    rhos = []
+    for side in ("a", "b"):
+        rows = x[np.array([s == side for s, _ in units])]
+        for i in range(len(names)):
+            for j in range(i + 1, len(names)):
+                both = ~np.isnan(rows[:, i]) & ~np.isnan(rows[:, j])
+                if both.sum() >= 3 and np.ptp(rows[both, i]) > 0 and np.ptp(rows[both, j]) > 0:
+                    rhos.append(stats.spearmanr(rows[both, i], rows[both, j])[0])
+    return ShiftTest(len(names), int(sum(mb > ma for ma, mb in means)), z, float(2 * stats.norm.sf(abs(z))), p_perm,
+                     float(np.mean(rhos)) if rhos else None, reps if p_perm is not None else 0,
+                     math.comb(len(units), int(in_b.sum())))
