@@ -384,7 +384,8 @@ def test_rlaudit_run_killed_mid_run_resumes_it_from_its_checkpoint(tmp_path):
     assert list(folder.glob("*.ckpt"))
     shown = CliRunner().invoke(main, ["status", str(store)])
     assert shown.exit_code == 0, shown.output
-    assert re.search(r"1 unfinished run\(s\) will resume from a checkpoint: CartPole-v1__DQN__\d__nested at "
+    assert re.search(r"1 unfinished run\(s\) have a checkpoint, resumed if the run's settings, the libraries and "
+                     r"rlaudit's training code are unchanged \(else restarted\): CartPole-v1__DQN__\d__nested at "
                      r"[\d,]+ env steps", " ".join(shown.output.split())), shown.output
 
     result = CliRunner().invoke(main, ["run", str(protocol), "--store", str(store), "--workers", "1"])

@@ -308,7 +308,9 @@ def status(store: str) -> None:
 
     saved = saved_checkpoints(checkpoint_dir(store))
     if saved:
-        console.print(f"{len(saved)} unfinished run(s) will resume from a checkpoint: "
+        # the fingerprint (settings, libraries, training code) is checked only when a run loads it
+        console.print(f"{len(saved)} unfinished run(s) have a checkpoint, resumed if the run's settings, the "
+                      "libraries and rlaudit's training code are unchanged (else restarted): "
                       + "; ".join(f"{rid} at {steps:,} env steps"
                                   + ("" if here else " (written on another machine: resumed with "
                                                      "--resume-on-any-machine, else restarted)")
