@@ -135,8 +135,8 @@ def task_shifts(rows: list[dict], reps: int = 10_000) -> list[dict]:
     one of them.
 
     Returns:
-        ``{"task", "n", "n_higher", "z", "p", "p_permutation", "correlation", "reps"}`` per task, in the order
-        tasks first appear (``p`` is ``p_independent``).
+        ``{"task", "n", "n_higher", "z", "p", "p_permutation", "correlation", "reps", "splits"}`` per task, in
+        the order tasks first appear (``p`` is ``p_independent``; the others as :class:`ShiftTest` names them).
     """
     from rlaudit.stats.equivalence import shift_across
 
@@ -194,7 +194,8 @@ def main(argv=None) -> int:
                     help="compare a (label, task, budget) only once each side has this many finished runs (default 2)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--by-task", action="store_true",
-                    help="also, per task, whether b scores above a across the algorithms (Stouffer's z; seed-permutation p)")
+                    help="also, per task, whether b scores above a across the algorithms "
+                         "(Stouffer's z; seed-permutation p)")
     args = ap.parse_args(argv)
     try:
         for path in args.a + args.b:
@@ -234,14 +235,16 @@ def main(argv=None) -> int:
           + (f" ({len(lowered)} at a lower level after more than one look)" if lowered else "")
           + f": {n_eq} equivalent, {n_diff} different, {len(rows) - n_eq - n_diff} undetermined")
     if args.by_task:
-        print("\nacross the algorithms, per task (b above a; Stouffer's z of one-sided Welch tests; two-sided p as if the "
-              "algorithms were independent, and by permuting seeds, each seed's runs of every algorithm together):")
+        print("\nacross the algorithms, per task (b above a; Stouffer's z of one-sided Welch tests; two-sided p as if "
+              "the algorithms were independent, and by permuting seeds, each seed's runs of every algorithm "
+              "together):")
         for s in task_shifts(rows):
-            rho = "" if s["correlation"] is None else f"; per-seed scores correlate across algorithms: {s['correlation']:+.2f}"
+            rho = ("" if s["correlation"] is None
+                   else f"; per-seed scores correlate across algorithms: {s['correlation']:+.2f}")
             few = (f" (only {s['splits']} ways to split the seeds: it cannot go below about {2 / s['splits']:.2g})"
                    if 2 / s["splits"] > args.alpha else "")
-            print(f"  {s['task']}: {s['n_higher']} of {s['n']} higher, z {s['z']:+.2f}, p {s['p']:.3g} if independent, "
-                  f"{s['p_permutation']:.3g} by seed permutation ({s['reps']:,}){few}{rho}")
+            print(f"  {s['task']}: {s['n_higher']} of {s['n']} higher, z {s['z']:+.2f}, p {s['p']:.3g} if "
+                  f"independent, {s['p_permutation']:.3g} by seed permutation ({s['reps']:,}){few}{rho}")
     return 0
 
 

@@ -167,7 +167,8 @@ class Checkpoints:
         """Write ``state`` as ``spec``'s checkpoint (atomically: a kill mid-write leaves the previous one)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
-        _pickler_class()(buffer, protocol=5).dump({"fingerprint": _fingerprint(spec), "machine": this_machine(), "state": state})
+        _pickler_class()(buffer, protocol=5).dump({"fingerprint": _fingerprint(spec), "machine": this_machine(),
+                                                   "state": state})
         payload = zlib.compress(buffer.getvalue(), 1)
         target = self.path(spec)
         _write_atomically(target, payload)
