@@ -720,3 +720,36 @@ def test_registry_lists_backends_and_protocol_hash_keeps_old_protocols():
     quick = load_protocol("protocols/quickstart.toml")
     assert all(a.backend == "sb3" for a in quick.algorithms)
     assert quick.hash == stored_protocol_hash("sweeps/quickstart/store.sqlite")
+
+
+def test_the_budget_bench_measures_each_entry_and_stops_at_its_deadline(tmp_path, capsys):
+    """bench/bench_jax_budget.py (the GPU note of the flagship's report) on CPU: a rate and a compile time per
+    entry, the JSON rewritten as it goes, entries past the deadline listed as not measured, bad labels refused."""
+    import importlib
+    import json
+    import sys
+    from pathlib import Path
+
+    bench_dir = str(Path(__file__).resolve().parents[1] / "bench")
+    sys.path.insert(0, bench_dir)
+    try:
+        bench = importlib.import_module("bench_jax_budget")
+    finally:
+        sys.path.remove(bench_dir)
+    out = tmp_path / "r.json"
+    protocol = str(Path(bench_dir).parent / "protocols/dqn-family-minatar.toml")
+    args = ["--protocol", protocol, "--algorithms", "DQN", "--seeds", "2,3",
+            "--warmup", "200", "--min-seconds", "0.05", "--json", str(out)]
+    assert bench.main([*args, "--deadline", "1e9"]) == 0
+    result = json.loads(out.read_text())
+    assert [(e["algorithm"], e["seeds"]) for e in result["entries"]] == [("DQN", 2), ("DQN", 3)]
+    for e in result["entries"]:
+        assert e["compile_s"] > 0 and e["timed_s"] >= 0.05 and e["timed_steps_per_seed"] >= 2_000
+        assert e["steps_per_s_all_seeds"] == pytest.approx(e["steps_per_s_per_seed"] * e["seeds"])
+    assert bench.main([*args, "--deadline", "0"]) == 0
+    assert all("steps_per_s_per_seed" not in e for e in json.loads(out.read_text())["entries"])
+    assert "Not measured (deadline): DQN at S = 2, DQN at S = 3" in bench.note(json.loads(out.read_text()))
+    capsys.readouterr()
+    assert bench.main(["--protocol", protocol, "--algorithms", "DQM"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no algorithm entry labelled 'DQM'" in err

@@ -554,3 +554,55 @@ def test_the_main_file_alone_holds_every_finished_run(tmp_path, pl):
     assert con.execute("SELECT status FROM runs WHERE run_id=?", (a.run_id,)).fetchone()[0] == "done"
     assert con.execute("SELECT COUNT(*) FROM evaluations WHERE run_id=?", (a.run_id,)).fetchone()[0] == 4
     con.close()
+
+
+# ----------------------------------------------------------------------------------- sweep notes (notes.toml)
+
+def test_notes_beside_a_store_reach_its_table_and_a_bad_notes_file_is_refused_in_one_line(tmp_path, pl):
+    from rlaudit.store.notes import notes_path, read_notes, set_note
+
+    path = _filled(tmp_path, pl)
+    assert read_notes(path) == ()
+    plain = export_table(path).meta.notes
+    set_note(notes_path(path), "z_gpu", 'measured "here"\n on a GPU \\ with ünicode')
+    set_note(notes_path(path), "a_first", "first by key")
+    set_note(notes_path(path), "z_gpu", 'measured "there" on a GPU \\ with ünicode')  # a key is replaced
+    assert read_notes(path) == ("first by key", 'measured "there" on a GPU \\ with ünicode')
+    assert export_table(path).meta.notes == (*plain, "first by key", 'measured "there" on a GPU \\ with ünicode')
+    for bad, message in (("[notes\n", "cannot read the sweep's notes"), ("notes = 3\n", "'notes' must be a table"),
+                         ("[notes]\ngpu = 3\n", "notes.gpu must be a non-empty string")):
+        notes_path(path).write_text(bad)
+        with pytest.raises(InputError, match=message):
+            export_table(path)
+        result = CliRunner().invoke(main, ["export", str(path), "-o", str(tmp_path / "o.csv")])
+        assert result.exit_code == 2 and "notes.toml" in result.output and result.output.count("\n") == 1
+        assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
+    """sweeps/dqn-family-minatar/notes.toml says what bench/results/bench_jax_budget-h200-*.json measured."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    from rlaudit.store.notes import read_notes
+
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "bench"))
+    try:
+        bench = importlib.import_module("bench_jax_budget")
+    finally:
+        sys.path.remove(str(repo / "bench"))
+    result = json.loads((repo / "bench/results/bench_jax_budget-h200-2026-12-04.json").read_text())
+    store = repo / "sweeps/dqn-family-minatar/store.sqlite"
+    text = bench.note(result)
+    assert read_notes(store) == (text,)
+    iqn = next(e for e in result["entries"] if e["algorithm"] == "IQN" and e["seeds"] == 5)
+    assert f"IQN {iqn['steps_per_s_per_seed']:,.0f}" in text and result["machine"]["device_kind"] in text
+    assert bench.reach(iqn, 600) == int(iqn["steps_per_s_per_seed"] * (600 - iqn["compile_s"]))
+    at_5 = [e for e in result["entries"] if e["seeds"] == 5]
+    hours = 5 * sum(10**6 / e["steps_per_s_per_seed"] + e["compile_s"] for e in at_5) / 3600  # 5 tasks, 5 agents
+    assert len(at_5) == 5 and f"takes about {hours:.1f} h on this GPU" in text and 4 < hours < 6
+    docs = (repo / "docs/backends.md").read_text()
+    table = "| 5: env steps/s per seed | " + " | ".join(f"{e['steps_per_s_per_seed']:,.0f}" for e in at_5) + " |"
+    assert table in docs

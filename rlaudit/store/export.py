@@ -16,6 +16,7 @@ import pandas as pd
 from rlaudit.errors import InputError
 from rlaudit.run.spec import RunSpec, is_timed_out
 from rlaudit.scores import ScoreMeta, ScoreTable
+from rlaudit.store.notes import read_notes
 from rlaudit.store.sqlite import lock_holder, open_readonly, record_checksum, schema_version
 
 EVAL_PROTOCOLS: tuple[str, ...] = ("final", "max")
@@ -153,6 +154,7 @@ def export_table(path: str | os.PathLike, eval_protocol: str = "final") -> Score
     missing = len(runs) - len(done)
     if missing:
         notes.append(f"{missing} of {len(runs)} runs are not finished ({_count(runs.values())}) and are left out")
+    notes.extend(read_notes(path))
     meta = ScoreMeta(budget_unit="env_steps", score_kind="eval", source=str(path), notes=tuple(notes),
                      runs_planned=len(runs), runs_finished=len(done))
     return ScoreTable.from_frame(frame, meta, where=str(path), line_offset=1)
