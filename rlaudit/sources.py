@@ -142,12 +142,19 @@ def store_protocol(path: str | os.PathLike):
 
     text, original = stored_protocol_text(path)
     stored_hash = stored_protocol_hash(path)
-    if stored_hash and original.endswith(".toml") and Path(original).is_file():
+    # a relative path is the one `rlaudit run` was given: from the current folder, or from a folder above the
+    # store (a sweep committed in a repository, read from elsewhere)
+    candidates = [Path(original)]
+    if not Path(original).is_absolute():
+        candidates += [parent / original for parent in Path(path).resolve().parents]
+    for candidate in candidates if stored_hash and original.endswith(".toml") else ():
+        if not candidate.is_file():
+            continue
         try:
-            current = load_protocol(original)
+            current = load_protocol(candidate)
         except InputError:
-            current = None
-        if current is not None and current.hash == stored_hash:
+            continue
+        if current.hash == stored_hash:
             return current
     return parse_protocol(text, where=f"{path} (protocol {original})", base_dir=Path(original).parent)
 

@@ -606,3 +606,28 @@ def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
     docs = (repo / "docs/backends.md").read_text()
     table = "| 5: env steps/s per seed | " + " | ".join(f"{e['steps_per_s_per_seed']:,.0f}" for e in at_5) + " |"
     assert table in docs
+
+
+def test_the_flagship_store_reruns_dopamines_200m_comparison_through_its_protocol_file(tmp_path, monkeypatch):
+    """The committed flagship store's protocol is the file (same hash: [rerun_of] is not hashed), so its reports
+    join Dopamine's 200M-frame audit: every rerun label maps to an agent of the published protocol's data. The
+    store names the file relative to the repository; it is found from another folder too."""
+    import tomllib
+    from pathlib import Path
+
+    from rlaudit.protocol import load_protocol
+    from rlaudit.sources import store_protocol
+    from rlaudit.store import stored_protocol_hash
+
+    repo = Path(__file__).resolve().parents[1]
+    store = repo / "sweeps/dqn-family-minatar/store.sqlite"
+    current = load_protocol(repo / "protocols/dqn-family-minatar.toml")
+    assert stored_protocol_hash(store) == current.hash
+    monkeypatch.chdir(tmp_path)
+    rerun_of = store_protocol(store).rerun_of
+    assert rerun_of and rerun_of["suite"] == "minatar"
+    assert sorted(rerun_of["agents"]) == sorted(a.label for a in current.algorithms)
+    published = tomllib.loads((repo / rerun_of["protocol"]).read_text())
+    names = {a.get("label") or a["published"] for a in published["rerun"]["agents"]} | {
+        a["published"] for a in published["rerun"]["agents"]}
+    assert set(rerun_of["agents"].values()) <= names
