@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -83,8 +84,29 @@ def _steps(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 10**6 else f"{n / 1e3:.0f}k"
 
 
-def note(result: dict) -> str:
-    """The one-line summary of a result file, as a sweep's report carries it."""
+END_TO_END = re.compile(r"\] done +(?P<label>.+?) (?P<task>\S+) seed \d+ \[\w+\] \((?P<s>[\d.]+) s, "
+                        r"(?P<rate>[\d,]+) steps/s")
+
+
+def end_to_end(log: str) -> dict:
+    """The runs of an ``rlaudit run`` log (its ``[k/n] done`` lines): algorithm, task, number of runs, and the wall
+    rate of one run (env steps per second of one seed, everything included: a JAX batch's runs share its time).
+
+    Raises:
+        ValueError: the log has no finished run, or runs of several algorithms or rates.
+    """
+    runs = [m.groupdict() for m in END_TO_END.finditer(log)]
+    if not runs:
+        raise ValueError("no finished run ('[k/n] done ...') in the log")
+    if len({(r["label"], r["task"], r["rate"]) for r in runs}) != 1:
+        raise ValueError("the log's runs are not one batch (several algorithms, tasks or rates)")
+    return {"algorithm": runs[0]["label"], "task": runs[0]["task"], "runs": len(runs),
+            "seconds": float(runs[0]["s"]), "steps_per_s_per_seed": float(runs[0]["rate"].replace(",", ""))}
+
+
+def note(result: dict, e2e: dict | None = None, e2e_command: str = "") -> str:
+    """The one-line summary of a result file (and of an end-to-end run's log, :func:`end_to_end`), as a sweep's
+    report carries it."""
     m, window = result["machine"], result["window_s"]
     measured = [e for e in result["entries"] if "steps_per_s_per_seed" in e]
     by_s: dict[int, list[dict]] = {}
@@ -97,17 +119,29 @@ def note(result: dict) -> str:
         parts.append(f"S = {n_seeds} seeds in one program: env steps/s per seed {rates}; "
                      f"budget one seed reaches in {window / 60:g} minutes {reached}")
     skipped = [f"{e['algorithm']} at S = {e['seeds']}" for e in result["entries"] if "steps_per_s_per_seed" not in e]
-    whole = _whole_protocol(result, by_s)
+    whole, hours = _whole_protocol(result, by_s)
+    checked = ""
+    if e2e:
+        bench = next((e for e in measured if e["algorithm"] == e2e["algorithm"] and e["seeds"] == e2e["runs"]), None)
+        if bench is None:
+            raise ValueError(f"the end-to-end runs ({e2e['algorithm']}, {e2e['runs']} seeds) have no measurement "
+                             f"in the result file to compare with")
+        share = e2e["steps_per_s_per_seed"] / bench["steps_per_s_per_seed"]
+        checked = (f". End to end (`{e2e_command}`: {e2e['algorithm']} on {e2e['task']}, {e2e['runs']} seeds in one "
+                   f"program, compile and evaluations included): {e2e['steps_per_s_per_seed']:,.0f} env steps/s per "
+                   f"seed, {share:.0%} of the rate above" + (f"; at that share the whole protocol takes about "
+                                                             f"{hours / share:.1f} h" if hours else ""))
     return (f"JAX backend on a GPU ({m['device_kind']}, jax {m['jax']}, {m['date']}; "
             f"`python bench/bench_jax_budget.py --protocol {result['protocol']}`), on {result['task']}, training rate "
             f"after learning starts, compile time subtracted, evaluations not counted: " + "; ".join(parts)
             + (f". Not measured (deadline): {', '.join(skipped)}" if skipped else "")
-            + (f". {whole}" if whole else "")
+            + (f". {whole}" if whole else "") + checked
             + ". The recorded runs here trained on SB3 on CPUs; none on this GPU.")
 
 
-def _whole_protocol(result: dict, by_s: dict[int, list[dict]]) -> str:
-    """The projected wall time of the whole protocol, one program (agent, task) of all its seeds after another."""
+def _whole_protocol(result: dict, by_s: dict[int, list[dict]]) -> tuple[str, float]:
+    """The projected wall time of the whole protocol, one program (agent, task) of all its seeds after another:
+    its sentence and hours (``("", 0.0)`` when the protocol's seed count was not measured for every entry)."""
     from rlaudit.protocol import load_protocol
 
     path = Path(result["protocol"])
@@ -115,12 +149,13 @@ def _whole_protocol(result: dict, by_s: dict[int, list[dict]]) -> str:
     n_seeds = len(proto.seeds)
     entries = by_s.get(n_seeds)
     if not entries or len(entries) < len(proto.algorithms):
-        return ""
+        return "", 0.0
     top = max(r.budget for r in proto.regimes)
     hours = len(proto.tasks) * sum(top / e["steps_per_s_per_seed"] + e["compile_s"] for e in entries) / 3600
-    return (f"Projected from these rates, the whole protocol ({len(proto.algorithms)} agents x {len(proto.tasks)} "
+    text = (f"Projected from these rates, the whole protocol ({len(proto.algorithms)} agents x {len(proto.tasks)} "
             f"tasks, one program of {n_seeds} seeds each, to {top:,} steps) takes about {hours:.1f} h on this GPU, "
             f"the programs one after another (several processes sharing one GPU add little: docs/backends.md, GPU)")
+    return text, hours
 
 
 def main(argv=None) -> int:
@@ -137,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here (rewritten after each measurement)")
     ap.add_argument("--note", nargs=2, metavar=("RESULT_JSON", "NOTES_TOML"),
                     help="write RESULT_JSON's one-line summary into NOTES_TOML (key gpu_jax_budget) and stop")
+    ap.add_argument("--end-to-end", nargs=2, metavar=("LOG", "COMMAND"),
+                    help="with --note: the log of an `rlaudit run` of one batch (COMMAND, as run) to check the rates")
     args = ap.parse_args(argv)
     if args.note:
         from rlaudit.store.notes import set_note
@@ -147,7 +184,18 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as err:
             print(f"error: {src}: cannot read a result file ({err})", file=sys.stderr)
             return 2
-        set_note(Path(dest), "gpu_jax_budget", note(result))
+        e2e, command = None, ""
+        if args.end_to_end:
+            log, command = args.end_to_end
+            try:
+                e2e = end_to_end(Path(log).read_text(encoding="utf-8"))
+                text = note(result, e2e, command)
+            except (OSError, ValueError) as err:
+                print(f"error: {log}: {err}", file=sys.stderr)
+                return 2
+        else:
+            text = note(result)
+        set_note(Path(dest), "gpu_jax_budget", text)
         print(f"wrote {dest}")
         return 0
     if not args.protocol:

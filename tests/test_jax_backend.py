@@ -5,6 +5,8 @@ and a few hundred steps: compile time dominates."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -485,6 +487,34 @@ def test_dqn_on_jax_cartpole_runs_through_rlaudit_run_and_is_deterministic(tmp_p
     assert [(run_id.split("__")[2], steps) for run_id, steps, *_ in evaluations[0]] == \
         [("0", 1000), ("0", 2000), ("1", 1000), ("1", 2000)], evaluations[0]
     assert evaluations[0] == evaluations[1]
+    # each run says where JAX trained it: the driver's fingerprint carries JAX's devices (here the CPU)
+    con = sqlite3.connect(tmp_path / "a.sqlite")
+    fingerprint = json.loads(con.execute("SELECT value FROM meta WHERE key = 'machine'").fetchone()[0])
+    con.close()
+    assert fingerprint["jax_devices"] == "cpu" and fingerprint["jax"] and fingerprint["torch"]
+    status = CliRunner().invoke(main, ["status", str(tmp_path / "a.sqlite")])
+    assert f"jax {fingerprint['jax']} on cpu" in " ".join(status.output.split()), status.output
+
+
+def test_a_run_trained_on_an_accelerator_names_it(monkeypatch):
+    """What a GPU machine's driver records (the device machine's H200, faked here): the fingerprint's JAX devices,
+    shown by the compute line and kept apart from the same CPU's own rates when a plan is priced."""
+    import jax
+
+    from rlaudit.run import machine
+    from rlaudit.store.export import _machine_text
+
+    class Device:
+        platform, device_kind = "gpu", "NVIDIA H200"
+
+    monkeypatch.setattr(jax, "devices", lambda *a: [Device(), Device()])
+    facts = machine.jax_facts()
+    assert facts["jax_devices"] == "gpu NVIDIA H200" and facts["jax"] == jax.__version__
+    cpu = {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_flags": "avx2", "machine": "x86_64", "torch": "2.11.0"}
+    assert machine.cpu_identity({**cpu, "jax_devices": "cpu"}) == machine.cpu_identity(cpu) == \
+        "Intel(R) Xeon(R) Processor (avx2)"
+    assert machine.cpu_identity({**cpu, **facts}) == "Intel(R) Xeon(R) Processor (avx2) with gpu NVIDIA H200"
+    assert _machine_text(json.dumps({**cpu, **facts})).endswith(f"torch 2.11.0, jax {jax.__version__} on gpu NVIDIA H200")
 
 
 def test_validate_refuses_a_gymnasium_task_the_jax_backend_does_not_implement(tmp_path):
@@ -750,6 +780,11 @@ def test_the_budget_bench_measures_each_entry_and_stops_at_its_deadline(tmp_path
     assert all("steps_per_s_per_seed" not in e for e in json.loads(out.read_text())["entries"])
     assert "Not measured (deadline): DQN at S = 2, DQN at S = 3" in bench.note(json.loads(out.read_text()))
     capsys.readouterr()
+    log = tmp_path / "run.log"
+    log.write_text("training 2 of 2 runs\n")
+    assert bench.main(["--note", str(out), str(tmp_path / "notes.toml"), "--end-to-end", str(log), "rlaudit run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no finished run" in err and not (tmp_path / "notes.toml").exists()
     assert bench.main(["--protocol", protocol, "--algorithms", "DQM"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no algorithm entry labelled 'DQM'" in err

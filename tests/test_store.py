@@ -595,8 +595,13 @@ def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
         sys.path.remove(str(repo / "bench"))
     result = json.loads((repo / "bench/results/bench_jax_budget-h200-2026-12-04.json").read_text())
     store = repo / "sweeps/dqn-family-minatar/store.sqlite"
-    text = bench.note(result)
+    log = (repo / "bench/results/gpu-end-to-end-iqn-asterix-h200-2026-12-04.txt").read_text()
+    e2e = bench.end_to_end(log)
+    assert (e2e["algorithm"], e2e["runs"], e2e["steps_per_s_per_seed"]) == ("IQN", 5, 1237.0)
+    assert e2e["seconds"] * e2e["steps_per_s_per_seed"] == pytest.approx(250_000, rel=1e-3)  # 250k steps a run
+    text = bench.note(result, e2e, "rlaudit run bench/protocols/gpu-end-to-end-iqn-asterix.toml")
     assert read_notes(store) == (text,)
+    assert "1,237 env steps/s per seed, 86% of the rate above" in text
     iqn = next(e for e in result["entries"] if e["algorithm"] == "IQN" and e["seeds"] == 5)
     assert f"IQN {iqn['steps_per_s_per_seed']:,.0f}" in text and result["machine"]["device_kind"] in text
     assert bench.reach(iqn, 600) == int(iqn["steps_per_s_per_seed"] * (600 - iqn["compile_s"]))

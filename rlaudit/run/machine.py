@@ -83,9 +83,28 @@ def _numpy_build() -> dict[str, str]:
 
 def cpu_identity(fingerprint: dict | None = None) -> str:
     """A CPU as ``model (flags)`` — the fingerprint's ``cpu_model`` and ``cpu_flags``; this machine's without
-    ``fingerprint`` (one model name can hide CPUs with and without AVX-512)."""
+    ``fingerprint`` (one model name can hide CPUs with and without AVX-512). A fingerprint whose JAX trained on
+    an accelerator adds it (``... with gpu NVIDIA H200``): its runs' speed is the accelerator's, not the CPU's."""
     fingerprint = _cpu_facts() if fingerprint is None else fingerprint
-    return f"{fingerprint.get('cpu_model', '?')} ({fingerprint.get('cpu_flags', '?')})"
+    out = f"{fingerprint.get('cpu_model', '?')} ({fingerprint.get('cpu_flags', '?')})"
+    devices = [d for d in str(fingerprint.get("jax_devices", "")).split(", ") if d and not d.startswith("cpu")]
+    return f"{out} with {', '.join(devices)}" if devices else out
+
+
+def jax_facts() -> dict[str, str]:
+    """``jax``, ``jaxlib`` (versions) and ``jax_devices`` (``platform kind`` of each kind of device JAX runs on,
+    e.g. ``gpu NVIDIA H200``): a JAX-backend run's arithmetic is XLA's on those devices, not torch's. Recorded by
+    drivers that train on the JAX backend only (importing JAX takes about a second, and the fingerprints of SB3
+    drivers stay what they were)."""
+    from rlaudit.run.backends.jax import configure_jax
+
+    configure_jax()  # before JAX is first imported: its XLA flags are read then
+    import jax
+    import jaxlib
+
+    kinds = dict.fromkeys(d.platform if str(getattr(d, "device_kind", "")).lower() in ("", d.platform) else
+                          f"{d.platform} {d.device_kind}" for d in jax.devices())
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "jax_devices": ", ".join(kinds)}
 
 
 def _cpu_facts() -> dict[str, str]:

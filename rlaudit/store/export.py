@@ -361,4 +361,4 @@ def _machine_text(fingerprint: str | None) -> str:
     if f is None:
         return "not recorded"
     return (f"{f.get('cpu_model', '?')} ({f.get('machine', '?')}, {f.get('cpu_flags', '?')}), "
-            f"torch {f.get('torch', '?')}")
+            f"torch {f.get('torch', '?')}" + (f", jax {f['jax']} on {f['jax_devices']}" if f.get("jax_devices") else ""))
