@@ -17,7 +17,7 @@ For each algorithm entry of ``--protocol`` (on its first task) and each number o
 Entries are measured in the order of ``--algorithms`` (default: the protocol's), all of them at the first S
 before any at the next; after ``--deadline`` seconds no new measurement starts and the rest is listed as not
 measured. ``--json`` is rewritten after each measurement, so a run stopped from outside keeps what it measured.
-``--note`` turns such a JSON file into the one-line summary that a sweep's report carries (``notes.toml``).
+``--note`` turns such a JSON file into the one-line summary that a sweep's report carries (``<store>.notes.toml``).
 """
 
 from __future__ import annotations

@@ -556,13 +556,14 @@ def test_the_main_file_alone_holds_every_finished_run(tmp_path, pl):
     con.close()
 
 
-# ----------------------------------------------------------------------------------- sweep notes (notes.toml)
+# ----------------------------------------------------------------------------------- sweep notes (<store>.notes.toml)
 
 def test_notes_beside_a_store_reach_its_table_and_a_bad_notes_file_is_refused_in_one_line(tmp_path, pl):
     from rlaudit.store.notes import notes_path, read_notes, set_note
 
     path = _filled(tmp_path, pl)
-    assert read_notes(path) == ()
+    (tmp_path / "notes.toml").write_text("the user's own file, not TOML at all [")  # never read as the notes
+    assert read_notes(path) == () and notes_path(path) == tmp_path / "s.sqlite.notes.toml"
     plain = export_table(path).meta.notes
     set_note(notes_path(path), "z_gpu", 'measured "here"\n on a GPU \\ with ünicode')
     set_note(notes_path(path), "a_first", "first by key")
@@ -575,12 +576,15 @@ def test_notes_beside_a_store_reach_its_table_and_a_bad_notes_file_is_refused_in
         with pytest.raises(InputError, match=message):
             export_table(path)
         result = CliRunner().invoke(main, ["export", str(path), "-o", str(tmp_path / "o.csv")])
-        assert result.exit_code == 2 and "notes.toml" in result.output and result.output.count("\n") == 1
+        assert result.exit_code == 2 and "s.sqlite.notes.toml" in result.output and result.output.count("\n") == 1
         assert not (tmp_path / "o.csv").exists()
+        with pytest.raises(InputError, match=message):
+            set_note(notes_path(path), "other", "text")
+        assert notes_path(path).read_text() == bad
 
 
 def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
-    """sweeps/dqn-family-minatar/notes.toml says what bench/results/bench_jax_budget-h200-*.json measured."""
+    """sweeps/dqn-family-minatar/store.sqlite.notes.toml says what bench/results/bench_jax_budget-h200-*.json measured."""
     import importlib
     import sys
     from pathlib import Path

@@ -360,5 +360,6 @@ def _machine_text(fingerprint: str | None) -> str:
     f = _fingerprint(fingerprint)
     if f is None:
         return "not recorded"
-    return (f"{f.get('cpu_model', '?')} ({f.get('machine', '?')}, {f.get('cpu_flags', '?')}), "
-            f"torch {f.get('torch', '?')}" + (f", jax {f['jax']} on {f['jax_devices']}" if f.get("jax_devices") else ""))
+    jax = f", jax {f['jax']} on {f['jax_devices']}" if f.get("jax_devices") else ""
+    cpu = f"{f.get('cpu_model', '?')} ({f.get('machine', '?')}, {f.get('cpu_flags', '?')})"
+    return f"{cpu}, torch {f.get('torch', '?')}{jax}"

@@ -1,4 +1,4 @@
-"""Notes a sweep's reports carry beside its store: ``notes.toml`` in the store's folder.
+"""Notes a sweep's reports carry beside its store: ``<store>.notes.toml`` (``store.sqlite.notes.toml``).
 
 A recorded sweep sometimes has facts that are not runs: a measurement made on another machine (how far the JAX
 backend takes the protocol on a GPU, say). They are kept as one-line notes under ``[notes]``, one string per key,
@@ -17,14 +17,17 @@ from pathlib import Path
 
 from rlaudit.errors import InputError
 
-FILE = "notes.toml"
+SUFFIX = ".notes.toml"
+"""Added to the store's file name (as ``.checkpoints`` is for its checkpoints): a file of the user's own beside
+the store is never read as its notes."""
 HEADER = "# Notes every report of this sweep carries (rlaudit.store.notes); one line each, written by the command\n" \
          "# that measured what it says.\n"
 
 
 def notes_path(store: Path) -> Path:
     """The notes file of the store at ``store``."""
-    return Path(store).parent / FILE
+    store = Path(store)
+    return store.with_name(store.name + SUFFIX)
 
 
 def read_notes(store: Path) -> tuple[str, ...]:
@@ -33,9 +36,13 @@ def read_notes(store: Path) -> tuple[str, ...]:
     Raises:
         InputError: the file is not TOML, or ``notes`` is not a table of strings (naming the file and the key).
     """
-    path = notes_path(store)
+    notes = _read(notes_path(store))
+    return tuple(notes[k] for k in sorted(notes))
+
+
+def _read(path: Path) -> dict[str, str]:
     if not path.exists():
-        return ()
+        return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
@@ -46,15 +53,17 @@ def read_notes(store: Path) -> tuple[str, ...]:
     for key, text in notes.items():
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{path}: notes.{key} must be a non-empty string, got {text!r}")
-    return tuple(notes[k] for k in sorted(notes))
+    return notes
 
 
 def set_note(path: Path, key: str, text: str) -> None:
-    """Write ``text`` under ``key`` into the notes file ``path`` (created if absent), keeping its other notes."""
+    """Write ``text`` under ``key`` into the notes file ``path`` (created if absent), keeping its other notes.
+
+    Raises:
+        InputError: the file exists and is not a notes file (:func:`read_notes`); it is left as it was.
+    """
     path = Path(path)
-    notes = {}
-    if path.exists():
-        notes = dict(tomllib.loads(path.read_text(encoding="utf-8")).get("notes", {}))
+    notes = dict(_read(path))
     notes[key] = " ".join(text.split())
     # JSON's string escapes are TOML basic-string escapes (ASCII only, \uXXXX for the rest)
     body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in sorted(notes.items()))
