@@ -502,14 +502,17 @@ def test_a_run_trained_on_an_accelerator_names_it(monkeypatch):
     import jax
 
     from rlaudit.run import machine
+    from rlaudit.run.backends import get_backend, machine_facts
+    from rlaudit.run.backends.jax import jax_facts
     from rlaudit.store.export import _machine_text
 
     class Device:
         platform, device_kind = "gpu", "NVIDIA H200"
 
     monkeypatch.setattr(jax, "devices", lambda *a: [Device(), Device()])
-    facts = machine.jax_facts()
+    facts = jax_facts()
     assert facts["jax_devices"] == "gpu NVIDIA H200" and facts["jax"] == jax.__version__
+    assert get_backend("jax").machine_facts() == facts and machine_facts([]) == {}
     cpu = {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_flags": "avx2", "machine": "x86_64", "torch": "2.11.0"}
     assert machine.cpu_identity({**cpu, "jax_devices": "cpu"}) == machine.cpu_identity(cpu) == \
         "Intel(R) Xeon(R) Processor (avx2)"

@@ -474,14 +474,13 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         RunFailed: some runs failed (after all others finished).
         KeyboardInterrupt: after the unfinished runs are discarded.
     """
-    from rlaudit.run.backends.jax import missing_dependency
-    from rlaudit.run.machine import jax_facts, machine_fingerprint
+    from rlaudit.run.backends import machine_facts
+    from rlaudit.run.machine import machine_fingerprint
     from rlaudit.store import Store
 
     console = console or Console(stderr=True)
-    fingerprint = machine_fingerprint()
-    if any(r.algorithm.backend == "jax" for r in plan.runs) and missing_dependency() is None:
-        fingerprint.update(jax_facts())  # where JAX runs train: this CPU or an accelerator
+    # plus, for JAX runs, where they train: this CPU or an accelerator
+    fingerprint = {**machine_fingerprint(), **machine_facts(plan.runs)}
     store = Store.open_for_run(store_path, plan.protocol, new_store=new_store, machine=fingerprint)
     summary = Summary()
     t0 = time.perf_counter()

@@ -91,22 +91,6 @@ def cpu_identity(fingerprint: dict | None = None) -> str:
     return f"{out} with {', '.join(devices)}" if devices else out
 
 
-def jax_facts() -> dict[str, str]:
-    """``jax``, ``jaxlib`` (versions) and ``jax_devices`` (``platform kind`` of each kind of device JAX runs on,
-    e.g. ``gpu NVIDIA H200``): a JAX-backend run's arithmetic is XLA's on those devices, not torch's. Recorded by
-    drivers that train on the JAX backend only (importing JAX takes about a second, and the fingerprints of SB3
-    drivers stay what they were)."""
-    from rlaudit.run.backends.jax import configure_jax
-
-    configure_jax()  # before JAX is first imported: its XLA flags are read then
-    import jax
-    import jaxlib
-
-    kinds = dict.fromkeys(d.platform if str(getattr(d, "device_kind", "")).lower() in ("", d.platform) else
-                          f"{d.platform} {d.device_kind}" for d in jax.devices())
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "jax_devices": ", ".join(kinds)}
-
-
 def _cpu_facts() -> dict[str, str]:
     """The fingerprint's ``cpu_model`` and ``cpu_flags`` (the :data:`CPU_FLAGS` present, else ``none``)."""
     model, flags = _cpuinfo()

@@ -46,7 +46,8 @@ alone (a diverged seed) while the others went on."""
 
 @runtime_checkable
 class Backend(Protocol):
-    """What a backend implements."""
+    """What a backend implements. Optionally also ``machine_facts() -> dict[str, str]``: what it adds to the
+    driver's machine fingerprint (:func:`machine_facts`)."""
 
     name: str
     """Its name in :data:`BACKENDS` and in protocols (``backend = "jax"``)."""
@@ -110,6 +111,19 @@ def get_backend(name: str) -> Backend:
 def backend_of(spec: RunSpec) -> Backend:
     """The backend that trains ``spec``."""
     return get_backend(spec.algorithm.backend)
+
+
+def machine_facts(specs: Sequence[RunSpec]) -> dict[str, str]:
+    """What the backends that train ``specs`` add to the driver's machine fingerprint: each backend's optional
+    ``machine_facts()`` (where it has one and its dependencies import), e.g. the JAX backend's version and the
+    devices it trains on. Empty for the SB3 backend, whose arithmetic the fingerprint already describes."""
+    out: dict[str, str] = {}
+    for name in dict.fromkeys(spec.algorithm.backend for spec in specs):
+        backend = get_backend(name)
+        facts = getattr(backend, "machine_facts", None)
+        if facts is not None and backend.missing_dependency() is None:
+            out.update(facts())
+    return out
 
 
 def make_batches(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, ...]]:

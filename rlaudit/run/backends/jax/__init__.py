@@ -59,6 +59,19 @@ def configure_jax() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+def jax_facts() -> dict[str, str]:
+    """``jax``, ``jaxlib`` (versions) and ``jax_devices`` (``platform kind`` of each kind of device JAX runs on,
+    e.g. ``gpu NVIDIA H200``; ``cpu`` alone on a CPU): a JAX run's arithmetic is XLA's on those devices, not
+    torch's, so the driver's machine fingerprint records them (:meth:`JaxBackend.machine_facts`)."""
+    configure_jax()  # before JAX is first imported: its XLA flags are read then
+    import jax
+    import jaxlib
+
+    kinds = dict.fromkeys(d.platform if str(getattr(d, "device_kind", "")).lower() in ("", d.platform) else
+                          f"{d.platform} {d.device_kind}" for d in jax.devices())
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "jax_devices": ", ".join(kinds)}
+
+
 class JaxBackend:
     """See the module docstring and :class:`rlaudit.run.backends.Backend`."""
 
@@ -76,6 +89,10 @@ class JaxBackend:
     def missing_dependency(self) -> str | None:
         """What of the ``jax`` extra is not installed here (``None``: all of it is)."""
         return missing_dependency()
+
+    def machine_facts(self) -> dict[str, str]:
+        """What this backend adds to the driver's machine fingerprint: :func:`jax_facts`."""
+        return jax_facts()
 
     def check(self, algorithm, spec, tasks, evaluation, where: str) -> None:
         """The entry's hyperparameters, ``policy_kwargs``, tasks and evaluation against what this backend
