@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 from rlaudit.errors import InputError
+from rlaudit.io import atomic_path
 
 SUFFIX = ".notes.toml"
 """Added to the store's file name (as ``.checkpoints`` is for its checkpoints): a file of the user's own beside
@@ -67,6 +68,5 @@ def set_note(path: Path, key: str, text: str) -> None:
     notes[key] = " ".join(text.split())
     # JSON's string escapes are TOML basic-string escapes (ASCII only, \uXXXX for the rest)
     body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in sorted(notes.items()))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{HEADER}\n[notes]\n{body}", encoding="utf-8")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(f"{HEADER}\n[notes]\n{body}", encoding="utf-8")
