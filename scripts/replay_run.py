@@ -48,8 +48,10 @@ def _scores_at(evaluations: dict, budgets) -> dict[int, float]:
 
 
 def _retrain(spec) -> dict:
+    from rlaudit.run.allocator import keep_freed_memory
     from rlaudit.run.runner import execute_run
 
+    keep_freed_memory()  # as the executors' workers train (it changes no number)
     records = []
     execute_run(spec, records.append)
     return {r.env_steps: (list(r.returns), list(r.lengths)) for r in records}

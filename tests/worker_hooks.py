@@ -75,3 +75,23 @@ def failing_c51_worker(*args) -> None:
 
     training.program = failing
     _real_worker_main(*args)
+
+
+class AllocatorProbeBackend(SleepingBackend):
+    """:class:`SleepingBackend` whose runs fail unless the process training them has already called
+    :func:`rlaudit.run.allocator.keep_freed_memory` (the executors' workers do, before the first batch)."""
+
+    def execute(self, batch, emit, progress=None) -> list:
+        from rlaudit.run.allocator import keep_freed_memory
+
+        if keep_freed_memory.cache_info().currsize != 1:
+            raise RuntimeError("keep_freed_memory was not called in this training process")
+        return super().execute(batch, emit, progress)
+
+
+def allocator_probe_worker(*args) -> None:
+    """The worker body with :class:`AllocatorProbeBackend` registered under :data:`SLEEPING`."""
+    from rlaudit.run import backends
+
+    backends.BACKENDS[SLEEPING] = f"{__name__}:AllocatorProbeBackend"
+    _real_worker_main(*args)

@@ -159,10 +159,12 @@ class LocalExecutor:
 
     # ------------------------------------------------------------------------------------------ inline
     def _run_inline(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
+        from rlaudit.run.allocator import keep_freed_memory
         from rlaudit.run.backends import execute_batch, make_batches
         from rlaudit.run.runner import set_single_thread
 
         set_single_thread()
+        keep_freed_memory()
         progress = _progress_fn(sink)
         for batch in make_batches(specs):
             for spec in batch:
@@ -344,10 +346,12 @@ def _worker_main(name: str, tasks, events, parent_pid: int, checkpoints=None) ->
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    from rlaudit.run.allocator import keep_freed_memory
     from rlaudit.run.backends import execute_batch
     from rlaudit.run.runner import set_single_thread
 
     set_single_thread()
+    keep_freed_memory()
     while True:
         batch: tuple[RunSpec, ...] | None = tasks.get()
         if batch is None:
