@@ -295,6 +295,43 @@ def test_time_estimate_uses_rates_measured_here(tmp_path):
                                                       "reference rates for PPO/gymnasium")
 
 
+def test_runs_start_longest_first_by_their_estimated_time(tmp_path):
+    """The driver hands the executor its runs longest first by the estimate's prices, not by env steps: runs of a
+    slow algorithm start before faster ones with as many steps, so that no worker trains one alone at the end."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from rlaudit.run.driver import longest_first, rate_key, run_plan, throughput_cache
+
+    pl = plan(parse_protocol(GOOD, "p.toml"))  # PPO before DQN in the plan; all 4,000 steps
+    ppo = next(r for r in pl.runs if r.algorithm.name == "PPO")
+    dqn = next(r for r in pl.runs if r.algorithm.name == "DQN")
+    # reference rates: PPO 2,300 steps/s, DQN 2,900: PPO's runs are longer and keep the plan's order
+    assert [r.algorithm.name for r in longest_first(pl.runs)] == ["PPO"] * 4 + ["DQN"] * 4
+    throughput_cache().parent.mkdir(parents=True)
+    throughput_cache().write_text(json.dumps({rate_key(ppo): 1000.0, rate_key(dqn): 100.0}))
+    ordered = longest_first(pl.runs)
+    assert [r.algorithm.name for r in ordered] == ["DQN"] * 4 + ["PPO"] * 4
+    assert [r.run_id for r in ordered if r.algorithm.name == "DQN"] == [r.run_id for r in pl.runs
+                                                                        if r.algorithm.name == "DQN"]  # ties: plan order
+
+    class Recorder:
+        name = "recorder"
+        workers = 2
+
+        def __init__(self):
+            self.order = []
+
+        def run(self, specs, sink):
+            self.order = [s.run_id for s in specs]
+
+    rec = Recorder()
+    run_plan(pl, tmp_path / "s.sqlite", rec, console=Console(file=io.StringIO()))
+    assert rec.order == [r.run_id for r in ordered]
+
+
 def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings(tmp_path):
     """Runs a store recorded (schema 3: CPU seconds) price the runs of any plan with the same algorithm settings,
     backend and suite; other settings, short runs, stores from before schema 3 and unreadable files price nothing."""

@@ -206,24 +206,42 @@ def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, Recorde
     steps as they can take at most (every episode played to the time limit), so that a plan whose evaluations
     dominate is not estimated at "about 0 s".
     """
+    per_batch = [seconds for _, seconds in batch_seconds(specs, recorded)]
+    n = max(1, min(workers, len(per_batch)))
+    return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
+                    rate_sources(specs, _read_throughput(), recorded or {}))
+
+
+def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None
+                  ) -> list[tuple[tuple[RunSpec, ...], float]]:
+    """Each batch of :func:`~rlaudit.run.backends.make_batches` with the seconds one worker spends on it, priced
+    as :func:`estimate` prices them."""
     from rlaudit.run.backends import backend_of, make_batches
 
     cache = _read_throughput()
     recorded = recorded or {}
     limits: dict = {}
-    per_batch = []  # the runs of a batch train together: measured rates already say so, reference rates do not
+    out = []  # the runs of a batch train together: measured rates already say so, reference rates do not
     for batch in make_batches(specs):
         rate = recorded.get(batch[0].cost_key())
         if rate:  # a batch's CPU time is its runs' CPU times summed
-            per_batch.append(sum(s.total_steps / rate.steps_per_cpu_s for s in batch))
+            out.append((batch, sum(s.total_steps / rate.steps_per_cpu_s for s in batch)))
             continue
         times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
         measured = rate_key(batch[0]) in cache
         speedup = 1.0 if measured else reference_speedup(backend_of(batch[0]), batch[0])
-        per_batch.append(max(times) if measured else sum(times) / speedup)
-    n = max(1, min(workers, len(per_batch)))
-    return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
-                    rate_sources(specs, cache, recorded))
+        out.append((batch, max(times) if measured else sum(times) / speedup))
+    return out
+
+
+def longest_first(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None) -> list[RunSpec]:
+    """``specs`` batch by batch, the longest batch first by :func:`batch_seconds` (ties keep their order).
+
+    Executors start batches in this order: longest first keeps the last worker from training one long run alone
+    while the others idle (a 1M-step IQN run costs ten DQN runs at the flagship's settings; ordered by env steps
+    alone they tie)."""
+    ranked = sorted(batch_seconds(specs, recorded), key=lambda item: -item[1])
+    return [spec for batch, _ in ranked for spec in batch]
 
 
 def reference_speedup(backend, spec: RunSpec) -> float:
@@ -495,7 +513,8 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         selected = plan.select(only)
         store.reset_unfinished({s.run_id for s in selected})
         status = store.statuses()
-        todo = [s for s in selected if status.get(s.run_id) != "done"]
+        rates = recorded_rates(cost_sources(store_path)) if recorded is None else recorded
+        todo = longest_first([s for s in selected if status.get(s.run_id) != "done"], rates)
         summary.total = len(selected)
         summary.skipped = len(selected) - len(todo)
         if summary.skipped:
@@ -505,7 +524,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            est = estimate(todo, workers, recorded_rates(cost_sources(store_path)) if recorded is None else recorded)
+            est = estimate(todo, workers, rates)
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)

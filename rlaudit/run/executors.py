@@ -68,7 +68,8 @@ class Executor(Protocol):
     name: str
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        """Execute ``specs``. ``KeyboardInterrupt`` cancels outstanding work and propagates."""
+        """Execute ``specs``, starting them in the order given. ``KeyboardInterrupt`` cancels outstanding work and
+        propagates."""
 
 
 def check_run_timeout(run_timeout: float | None) -> float | None:
@@ -145,8 +146,7 @@ class LocalExecutor:
         self.checkpoints = checkpoints
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        """Execute ``specs``, longest first, reporting to ``sink`` as records arrive."""
-        specs = sorted(specs, key=lambda s: -s.total_steps)  # longest first balances the pool
+        """Execute ``specs`` in their order (the driver's: longest first), reporting to ``sink`` as records arrive."""
         if not specs:
             return
         from rlaudit.run.backends import make_batches

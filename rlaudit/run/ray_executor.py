@@ -549,7 +549,8 @@ class RayExecutor:
         self._checked = {s.algorithm.name for s in specs}
 
     def run(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        """Execute ``specs`` on the cluster, longest first, reporting to ``sink`` as events arrive.
+        """Execute ``specs`` on the cluster in their order (the driver's: longest first), reporting to ``sink`` as
+        events arrive.
 
         Raises:
             InputError: Ray missing, address unreachable, resources or imports missing on the cluster (all
@@ -557,7 +558,6 @@ class RayExecutor:
             KeyboardInterrupt: after cancelling every outstanding task.
         """
         ray = _import_ray()
-        specs = sorted(specs, key=lambda s: -s.total_steps)
         self.node_counts = {}
         if not specs:
             return

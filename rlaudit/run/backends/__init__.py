@@ -128,10 +128,11 @@ def machine_facts(specs: Sequence[RunSpec]) -> dict[str, str]:
 
 def make_batches(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, ...]]:
     """Group ``specs`` into batches, each trained in one process: runs of one backend with one
-    :meth:`Backend.batch_key`, in the order their first run appears (an sb3 run is a batch of its own).
+    :meth:`Backend.batch_key` (an sb3 run is a batch of its own).
 
     Returns:
-        The batches, largest total of env steps first (longest first balances a pool of workers).
+        The batches in the order their first runs come in ``specs`` (the driver orders a plan's runs longest
+        first, :func:`rlaudit.run.driver.longest_first`: executors start them in this order).
     """
     groups: dict[tuple[str, Hashable], list[RunSpec]] = {}
     for spec in specs:
@@ -140,7 +141,8 @@ def make_batches(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, ...]]:
     for (name, _), group in groups.items():
         width = getattr(get_backend(name), "max_batch", None) or len(group)
         batches += [tuple(group[i:i + width]) for i in range(0, len(group), width)]
-    return sorted(batches, key=lambda b: -sum(s.total_steps for s in b))
+    position = {id(spec): i for i, spec in enumerate(specs)}
+    return sorted(batches, key=lambda b: position[id(b[0])])
 
 
 def execute_batch(batch: Sequence[RunSpec], emit: Callable[[EvalRecord], None],
