@@ -113,26 +113,41 @@ def main(argv=None) -> int:
         return 2
     print(f"{Path(args.protocol).name}, first task of each entry; {args.warmup:,} warm-up + {args.steps:,} timed "
           f"steps; {args.repeats} process(es) per setting; steps per CPU-second (system-time share)")
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     results = []
-    for label in labels:
-        runs = {False: [], True: []}
-        for _ in range(args.repeats):
-            for keep in (False, True):
-                runs[keep].append(measure(args.protocol, label, args.warmup, args.steps, keep))
-        same = len({r["params_sha256"] for r in runs[False] + runs[True]}) == 1
-        row = {"label": label, "runs": runs[False] + runs[True], "bit_identical": same}
-        for keep in (False, True):
-            row["keep" if keep else "default"] = {
-                "cpu_rate": statistics.median(r["cpu_rate"] for r in runs[keep]),
-                "system_share": statistics.median(r["system_share"] for r in runs[keep])}
-        row["ratio"] = row["keep"]["cpu_rate"] / row["default"]["cpu_rate"]
-        results.append(row)
-        print(f"{label:<20} default {row['default']['cpu_rate']:7,.0f} ({row['default']['system_share']:4.0%} system)"
-              f"  kept {row['keep']['cpu_rate']:7,.0f} ({row['keep']['system_share']:4.0%})  "
-              f"{row['ratio']:.2f}x  parameters {'bit-identical' if same else 'DIFFER'}", flush=True)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} processes"),
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("", total=len(labels) * args.repeats * 2)
+        for label in labels:
+            runs = {False: [], True: []}
+            for _ in range(args.repeats):
+                for keep in (False, True):
+                    bar.update(task, description=f"{label}, {'kept' if keep else 'default'}")
+                    runs[keep].append(measure(args.protocol, label, args.warmup, args.steps, keep))
+                    bar.advance(task)
+            results.append(summarise(label, runs))
+            row = results[-1]
+            print(f"{label:<20} default {row['default']['cpu_rate']:7,.0f} ({row['default']['system_share']:4.0%} "
+                  f"system)  kept {row['keep']['cpu_rate']:7,.0f} ({row['keep']['system_share']:4.0%})  "
+                  f"{row['ratio']:.2f}x  parameters {'bit-identical' if row['bit_identical'] else 'DIFFER'}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"argv": sys.argv[1:], "results": results}, indent=1) + "\n")
     return 0 if all(r["bit_identical"] for r in results) else 1
+
+
+def summarise(label: str, runs: dict[bool, list[dict]]) -> dict:
+    """One entry's row: its processes, the medians of each setting, their ratio, whether all bits agree."""
+    same = len({r["params_sha256"] for r in runs[False] + runs[True]}) == 1
+    row = {"label": label, "runs": runs[False] + runs[True], "bit_identical": same}
+    for keep in (False, True):
+        row["keep" if keep else "default"] = {
+            "cpu_rate": statistics.median(r["cpu_rate"] for r in runs[keep]),
+            "system_share": statistics.median(r["system_share"] for r in runs[keep])}
+    row["ratio"] = row["keep"]["cpu_rate"] / row["default"]["cpu_rate"]
+    return row
 
 
 def argparse_hidden() -> str:
