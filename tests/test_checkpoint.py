@@ -463,3 +463,67 @@ def test_the_checkpoint_bench_prints_its_line(capsys):
     assert bench.main(["--algorithm", "PPO"]) == 2
     assert capsys.readouterr().err == (f"error: {REPO}/protocols/dqn-family-minatar.toml has no run of 'PPO' on "
                                        f"'MinAtar/Seaquest-v1'\n")
+
+
+def test_the_eta_and_the_summary_count_only_the_steps_trained_since_a_resumed_checkpoint(tmp_path):
+    """A run resumed at 400k of 1M steps reports 400k at once: the ETA must not take that for speed (it said
+    "10 min" for a sweep with hours left), and the summary's steps/s counts what this driver trained. A run whose
+    checkpoint the runner threw away (deleted before its first report) counts from 0."""
+    import io
+
+    from rich.console import Console
+
+    from rlaudit.run.checkpoint import this_machine
+    from rlaudit.run.driver import run_plan
+    from rlaudit.run.spec import EvalRecord, RunResult
+
+    pl = plan(parse_protocol("""
+schema_version = 1
+name = "t"
+seeds = [0, 1]
+[regimes]
+low = 250_000
+top = 1_000_000
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "DQN"
+""", "t.toml"))
+    store = tmp_path / "s.sqlite"
+    checkpoints = Checkpoints(checkpoint_dir(store))
+    resumed, restarted = pl.runs
+    for spec, steps in ((resumed, 400_000), (restarted, 300_000)):
+        checkpoints.directory.mkdir(exist_ok=True)
+        checkpoints.path(spec).write_bytes(b"state")
+        checkpoints.path(spec).with_suffix(".json").write_text(
+            json.dumps({"run_id": spec.run_id, "env_steps": steps, "machine": this_machine()}))
+    seen = {}
+
+    class Resuming:
+        name, workers = "fake", 2
+
+        def __init__(self):
+            self.checkpoints = checkpoints
+
+        def run(self, specs, sink):
+            sink.started(resumed.run_id, "w1")
+            sink.record(EvalRecord(resumed.run_id, 250_000, (1.0,), (10,), 1.0))  # re-emitted from the checkpoint
+            sink.progress(resumed.run_id, 400_000)
+            sink.t0 -= 100.0  # 100 s of this sweep, 10k steps trained
+            sink.progress(resumed.run_id, 410_000)
+            seen["eta"] = sink._eta()
+            checkpoints.discard(restarted)  # what Checkpoints.load does with a checkpoint it cannot use
+            sink.started(restarted.run_id, "w2")
+            sink.progress(restarted.run_id, 5_000)
+            seen["restarted from"] = sink.resume_from[restarted.run_id]
+            for spec in (resumed, restarted):
+                sink.record(EvalRecord(spec.run_id, 1_000_000, (2.0,), (10,), 2.0))
+                if spec is restarted:
+                    sink.record(EvalRecord(spec.run_id, 250_000, (1.0,), (10,), 1.0))
+                sink.finished(RunResult(spec.run_id, 1_000_000, 200.0, 200.0))
+
+    summary = run_plan(pl, store, Resuming(), console=Console(file=io.StringIO()))
+    # 10k steps in 100 s; left: 590k of the resumed run and 700k of the other (its checkpoint counted as done)
+    assert re.fullmatch(r"; ETA 3 h 3[45] min", seen["eta"]), seen["eta"]
+    assert seen["restarted from"] == 0
+    assert summary.env_steps == 600_000 + 1_000_000

@@ -315,24 +315,41 @@ class Summary:
     wall_time: float = 0.0
     """Seconds."""
     env_steps: int = 0
-    """Env steps trained by this driver (finished runs)."""
+    """Env steps trained by this driver (finished runs; a run resumed from a checkpoint counts the steps after
+    it)."""
     cpu_time: float = 0.0
     """CPU seconds of the finished runs that measured theirs (:attr:`RunResult.cpu_time`)."""
     cpu_steps: int = 0
     """Env steps of those runs."""
 
 
+def resume_points(specs: Mapping[str, RunSpec], checkpoints) -> dict[str, int]:
+    """Run id -> env steps of the checkpoint each of ``specs`` would resume from (:mod:`rlaudit.run.checkpoint`:
+    one written on this machine, or on any with ``checkpoints.portable``); none without ``checkpoints``."""
+    if checkpoints is None:
+        return {}
+    from rlaudit.run.checkpoint import saved_checkpoints
+
+    return {run_id: steps for run_id, (steps, here) in saved_checkpoints(checkpoints.directory).items()
+            if run_id in specs and steps > 0 and (here or checkpoints.portable)}
+
+
 class Driver:
     """The :class:`~rlaudit.run.executors.EventSink`: writes the store, updates progress, keeps the summary."""
 
-    def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary):
+    def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary, checkpoints=None):
         self.store = store
         self.specs = {s.run_id: s for s in specs}
         self.console = console
         self.summary = summary
         self.running: dict[str, tuple[str, int]] = {}  # run_id -> (worker, env steps so far)
         self.measured: dict[str, list[float]] = {}
-        self.steps_done = 0
+        self.steps_done = 0  # env steps of the runs that ended, whole
+        self.steps_trained = 0  # of those, the steps this driver trained (a resumed run's checkpoint aside)
+        self.checkpoints = checkpoints
+        self.resume_from = resume_points(self.specs, checkpoints)
+        self._unconfirmed = set(self.resume_from)  # resumed or restarted: known at the run's first report
+        self._ended: set[str] = set()
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
         self._worker_tasks: dict[str, TaskID] = {}
@@ -396,6 +413,8 @@ class Driver:
     def progress(self, run_id: str, env_steps: int) -> None:
         if run_id not in self.running:
             return
+        if run_id in self._unconfirmed:
+            self._confirm_resume(run_id)
         worker, _ = self.running[run_id]
         self.running[run_id] = (worker, min(env_steps, self.specs[run_id].total_steps))
         task = self._worker_tasks.get(worker)
@@ -415,17 +434,38 @@ class Driver:
     def _n_ended(self) -> int:
         return self.summary.done + len(self.summary.failed)
 
-    def _eta(self) -> str:
-        """``"; ETA 3 min 10 s"`` from the env steps per second of this sweep so far (``""`` before any)."""
-        done = self.steps_done + sum(steps for _, steps in self.running.values())
-        elapsed = time.perf_counter() - self.t0
-        if done <= 0 or elapsed <= 0:
-            return ""
-        return f"; ETA {format_duration(max(self.total_steps - done, 0) / (done / elapsed))}"
+    def _confirm_resume(self, run_id: str) -> None:
+        """At a run's first report: whether it resumed its checkpoint (the file is still there, not overwritten
+        by a restarted run's own) or restarted (the runner deleted a checkpoint it could not use)."""
+        self._unconfirmed.discard(run_id)
+        note = self.checkpoints.path(self.specs[run_id]).with_suffix(".json")
+        try:
+            resumed = json.loads(note.read_text())["env_steps"] >= self.resume_from[run_id]
+        except (OSError, ValueError, KeyError, TypeError):
+            resumed = False
+        if not resumed:
+            self.resume_from[run_id] = 0
 
-    def _end(self, run_id: str) -> None:
-        worker, _ = self.running.pop(run_id, (None, 0))
-        self.steps_done += self.specs[run_id].total_steps
+    def _eta(self) -> str:
+        """``"; ETA 3 min 10 s"`` from the env steps per second this sweep has trained so far (``""`` before any):
+        the steps a resumed run's checkpoint brought count as done, not as trained in this sweep's time."""
+        start = self.resume_from
+        live = self.running.items()
+        trained = self.steps_trained + sum(max(0, steps - start.get(r, 0)) for r, (_, steps) in live)
+        left = (self.total_steps - self.steps_done - sum(max(steps, start.get(r, 0)) for r, (_, steps) in live)
+                - sum(n for r, n in start.items() if r not in self.running and r not in self._ended))
+        elapsed = time.perf_counter() - self.t0
+        if trained <= 0 or elapsed <= 0:
+            return ""
+        return f"; ETA {format_duration(max(left, 0) / (trained / elapsed))}"
+
+    def _end(self, run_id: str, finished: bool = True) -> None:
+        """The run ended: it trained to its total, or (failed) to its last report."""
+        worker, steps = self.running.pop(run_id, (None, 0))
+        total = self.specs[run_id].total_steps
+        self.steps_done += total
+        self.steps_trained += max(0, (total if finished else steps) - self.resume_from.get(run_id, 0))
+        self._ended.add(run_id)
         task = self._worker_tasks.get(worker) if worker else None
         if task is not None:
             self._progress.reset(task, total=1, completed=0, info="idle")
@@ -433,9 +473,11 @@ class Driver:
     def finished(self, result: RunResult) -> None:
         self.store.finished(result)
         spec = self.specs[result.run_id]
+        if result.run_id in self._unconfirmed:
+            self._confirm_resume(result.run_id)
         self._end(result.run_id)
         self.summary.done += 1
-        self.summary.env_steps += result.env_steps
+        self.summary.env_steps += max(0, result.env_steps - self.resume_from.get(result.run_id, 0))
         if result.cpu_time:
             self.summary.cpu_time += result.cpu_time
             self.summary.cpu_steps += result.env_steps
@@ -455,7 +497,7 @@ class Driver:
     def failed(self, run_id: str, error: str) -> None:
         self.store.failed(run_id, error)
         spec = self.specs[run_id]
-        self._end(run_id)
+        self._end(run_id, finished=False)
         last = (error.strip().splitlines() or [""])[-1]
         self.summary.failed.append((run_id, last))
         self.console.print(f"[{self._n_ended()}/{len(self.specs)}] FAILED {self._describe(spec)}: {last}", highlight=False, markup=False, soft_wrap=True,
@@ -528,7 +570,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
-        driver = Driver(store, todo, console, summary)
+        driver = Driver(store, todo, console, summary, getattr(executor, "checkpoints", None))
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         try:
             if threading.current_thread() is threading.main_thread():
