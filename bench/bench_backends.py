@@ -65,11 +65,10 @@ def bench_sb3(spec, warmup: int, steps: int) -> dict:
     """``spec`` trained by SB3 with the runner's patches, timed from step ``warmup`` to ``warmup + steps``."""
     from rlaudit.algorithms import make_agent
     from rlaudit.run.envs import make_env
-    from rlaudit.run.allocator import keep_freed_memory
-    from rlaudit.run.runner import precompute_observation_checks, set_single_thread, skip_redundant_mode_switches
+    from rlaudit.run.executors import prepare_training_process
+    from rlaudit.run.runner import precompute_observation_checks, skip_redundant_mode_switches
 
-    set_single_thread()
-    keep_freed_memory()
+    prepare_training_process()
     env = make_env(spec.task, 0)
     a = spec.algorithm
     agent = make_agent(a.name, env, {**a.hyperparams_dict, "learning_starts": warmup}, 0, a.policy_kwargs_dict)

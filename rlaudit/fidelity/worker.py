@@ -26,11 +26,10 @@ from dataclasses import replace
 def builtin_agent(spec, env):
     """The ``self`` reference's backend: the registered built-in, as ``rlaudit run`` builds it."""
     from rlaudit.algorithms import make_agent
-    from rlaudit.run.allocator import keep_freed_memory
-    from rlaudit.run.runner import precompute_observation_checks, skip_redundant_mode_switches, set_single_thread
+    from rlaudit.run.executors import prepare_training_process
+    from rlaudit.run.runner import precompute_observation_checks, skip_redundant_mode_switches
 
-    set_single_thread()
-    keep_freed_memory()
+    prepare_training_process()
     agent = make_agent(spec.algorithm.name, env, spec.algorithm.hyperparams_dict, spec.seed,
                        policy_kwargs=spec.algorithm.policy_kwargs_dict or None)
     skip_redundant_mode_switches(agent)

@@ -11,7 +11,8 @@ the kernel zeroes them on first touch: on MinAtar a quarter of IQN's CPU time wa
 and the heap keeps up to 1 GiB of freed memory. Measured with ``python bench/bench_allocator.py`` (table in
 docs/backends.md, "Allocator"): IQN, QR-DQN, C51 and Dopamine's Rainbow train 1.16-1.47x more steps per
 CPU-second on two x86 CPUs (DQN, whose tensors stay small, is unchanged), and the trained networks are bit for
-bit the same (where memory sits changes no arithmetic). The cost is memory: a process keeps its peak heap (tens of MiB for these agents).
+bit the same (where memory sits changes no arithmetic). The cost is memory: a process keeps its peak heap (tens
+of MiB for these agents).
 
 A user who sets ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` keeps their own settings; on a
 system without glibc's ``mallopt`` (macOS, musl) nothing changes.

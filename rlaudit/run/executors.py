@@ -104,6 +104,17 @@ def get_executor(name: str, **options) -> Executor:
     return cls(**options)
 
 
+def prepare_training_process() -> None:
+    """What every process that trains sets before its first run: one torch thread (a run's numbers must not depend
+    on the cores it is given; workers share them) and glibc's malloc keeping freed memory in the heap
+    (:mod:`rlaudit.run.allocator`; changes no number)."""
+    from rlaudit.run.allocator import keep_freed_memory
+    from rlaudit.run.runner import set_single_thread
+
+    set_single_thread()
+    keep_freed_memory()
+
+
 def default_workers() -> int:
     """CPU cores available to this process."""
     try:
@@ -159,12 +170,9 @@ class LocalExecutor:
 
     # ------------------------------------------------------------------------------------------ inline
     def _run_inline(self, specs: Sequence[RunSpec], sink: EventSink) -> None:
-        from rlaudit.run.allocator import keep_freed_memory
         from rlaudit.run.backends import execute_batch, make_batches
-        from rlaudit.run.runner import set_single_thread
 
-        set_single_thread()
-        keep_freed_memory()
+        prepare_training_process()
         progress = _progress_fn(sink)
         for batch in make_batches(specs):
             for spec in batch:
@@ -346,12 +354,9 @@ def _worker_main(name: str, tasks, events, parent_pid: int, checkpoints=None) ->
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    from rlaudit.run.allocator import keep_freed_memory
     from rlaudit.run.backends import execute_batch
-    from rlaudit.run.runner import set_single_thread
 
-    set_single_thread()
-    keep_freed_memory()
+    prepare_training_process()
     while True:
         batch: tuple[RunSpec, ...] | None = tasks.get()
         if batch is None:

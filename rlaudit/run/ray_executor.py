@@ -254,12 +254,10 @@ def _train(batch: tuple[RunSpec, ...], inbox) -> tuple[str, list]:
     stream events to ``inbox``; the outcomes, one per run (:data:`rlaudit.run.backends.Outcome`)."""
     import ray
 
-    from rlaudit.run.allocator import keep_freed_memory
     from rlaudit.run.backends import execute_batch
-    from rlaudit.run.runner import set_single_thread
+    from rlaudit.run.executors import prepare_training_process
 
-    set_single_thread()  # results must not depend on the number of CPUs reserved
-    keep_freed_memory()
+    prepare_training_process()  # results must not depend on the number of CPUs reserved
     attempt = uuid.uuid4().hex
     node, worker = _worker_label()
     # Synchronous puts for start and records: a record is in the inbox before the next event, and all are
