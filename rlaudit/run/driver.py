@@ -206,19 +206,21 @@ def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, Recorde
     steps as they can take at most (every episode played to the time limit), so that a plan whose evaluations
     dominate is not estimated at "about 0 s".
     """
-    per_batch = [seconds for _, seconds in batch_seconds(specs, recorded)]
+    cache = _read_throughput()
+    per_batch = [seconds for _, seconds in batch_seconds(specs, recorded, cache)]
     n = max(1, min(workers, len(per_batch)))
     return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
-                    rate_sources(specs, _read_throughput(), recorded or {}))
+                    rate_sources(specs, cache, recorded or {}))
 
 
-def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None
-                  ) -> list[tuple[tuple[RunSpec, ...], float]]:
+def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None,
+                  cache: dict[str, float] | None = None) -> list[tuple[tuple[RunSpec, ...], float]]:
     """Each batch of :func:`~rlaudit.run.backends.make_batches` with the seconds one worker spends on it, priced
-    as :func:`estimate` prices them."""
+    as :func:`estimate` prices them (``cache``: the rates measured here, read from :func:`throughput_cache` when
+    not given)."""
     from rlaudit.run.backends import backend_of, make_batches
 
-    cache = _read_throughput()
+    cache = _read_throughput() if cache is None else cache
     recorded = recorded or {}
     limits: dict = {}
     out = []  # the runs of a batch train together: measured rates already say so, reference rates do not
