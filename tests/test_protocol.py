@@ -332,6 +332,52 @@ def test_runs_start_longest_first_by_their_estimated_time(tmp_path):
     assert rec.order == [r.run_id for r in ordered]
 
 
+def test_the_eta_weighs_each_runs_steps_by_its_estimated_cost(tmp_path):
+    """Runs of one sweep cost per env step up to ten times one another (IQN and DQN at the flagship's settings):
+    the ETA weighs the steps left by the estimate's price of each run, so the slow runs that train first do not
+    set the speed of the cheap ones after them (the flagship's seed 1 said "ETA 21 h" at its start, where the
+    estimate said 14 h), nor the reverse. The driver gets those weights from the prices that order the runs."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from rlaudit.run.driver import Driver, RecordedRate, Summary, run_plan, step_costs
+
+    pl = plan(parse_protocol(GOOD.replace("high = 4_000", "high = 1_000_000"), "p.toml"))
+    ppo = next(r for r in pl.runs if r.algorithm.name == "PPO")
+    dqn = next(r for r in pl.runs if r.algorithm.name == "DQN")
+    rates = {ppo.cost_key(): RecordedRate(100.0, 3, ("a.sqlite",)), dqn.cost_key(): RecordedRate(1000.0, 3, ("a.sqlite",))}
+    costs = step_costs([ppo, dqn], rates)
+    assert costs[ppo.run_id] == pytest.approx(10 * costs[dqn.run_id])
+
+    class Store:
+        def started(self, *a):
+            pass
+
+    def eta(step_cost):
+        d = Driver(Store(), [ppo, dqn], Console(file=io.StringIO()), Summary(), step_cost=step_cost)
+        d.started(ppo.run_id, "w1")
+        d.t0 -= 100.0  # PPO trained 10k steps in 100 s; DQN's 1M steps wait, 10 times cheaper each
+        d.progress(ppo.run_id, 10_000)
+        return d._eta()
+
+    # 990k PPO steps at 100/s and 1M DQN steps at 1,000/s: 9,900 + 1,000 s
+    assert re.fullmatch(r"; ETA 3 h 0[01] min", eta(costs)), eta(costs)
+    assert re.fullmatch(r"; ETA 5 h 3[01] min", eta(None)), eta(None)  # steps alike: 1.99M at 100/s
+
+    class Recorder:
+        name, workers = "recorder", 2
+
+        def run(self, specs, sink):
+            self.cost = dict(sink.cost)
+
+    rec = Recorder()
+    run_plan(pl, tmp_path / "s.sqlite", rec, console=Console(file=io.StringIO()), recorded=rates)
+    assert rec.cost == pytest.approx(step_costs(pl.runs, rates))
+    assert rec.cost[ppo.run_id] == pytest.approx(10 * rec.cost[dqn.run_id])
+
+
 def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings(tmp_path):
     """Runs a store recorded (schema 3: CPU seconds) price the runs of any plan with the same algorithm settings,
     backend and suite; other settings, short runs, stores from before schema 3 and unreadable files price nothing."""

@@ -197,16 +197,17 @@ class Estimate:
     """Where the rates come from, in words (:func:`rate_sources`)."""
 
 
-def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, RecordedRate] | None = None) -> Estimate:
+def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, RecordedRate] | None = None,
+             cache: dict[str, float] | None = None) -> Estimate:
     """Time and CPU estimate for ``specs`` on ``workers`` workers.
 
     A run whose settings have :class:`RecordedRate` s (``recorded``, from :func:`recorded_rates`) costs its env
     steps at their CPU rate, evaluations included as they were in the recorded runs; any other run counts its
     training steps at the rate measured on this machine (else the reference rate) and its evaluations at as many
     steps as they can take at most (every episode played to the time limit), so that a plan whose evaluations
-    dominate is not estimated at "about 0 s".
+    dominate is not estimated at "about 0 s". ``cache``: the rates measured here (read when not given).
     """
-    cache = _read_throughput()
+    cache = _read_throughput() if cache is None else cache
     per_batch = [seconds for _, seconds in batch_seconds(specs, recorded, cache)]
     n = max(1, min(workers, len(per_batch)))
     return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
@@ -236,14 +237,33 @@ def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate]
     return out
 
 
-def longest_first(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None) -> list[RunSpec]:
+def longest_first(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None,
+                  cache: dict[str, float] | None = None) -> list[RunSpec]:
     """``specs`` batch by batch, the longest batch first by :func:`batch_seconds` (ties keep their order).
 
     Executors start batches in this order: longest first keeps the last worker from training one long run alone
     while the others idle (a 1M-step IQN run costs ten DQN runs at the flagship's settings; ordered by env steps
     alone they tie)."""
-    ranked = sorted(batch_seconds(specs, recorded), key=lambda item: -item[1])
+    ranked = sorted(batch_seconds(specs, recorded, cache), key=lambda item: -item[1])
     return [spec for batch, _ in ranked for spec in batch]
+
+
+def step_costs(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None,
+               cache: dict[str, float] | None = None) -> dict[str, float]:
+    """Run id -> the estimate's seconds per env step of each of ``specs`` (its batch's :func:`batch_seconds`
+    over the batch's env steps), or 1 for every run when some run has no positive price.
+
+    They weigh the driver's ETA: an env step costs ten times more in one algorithm than in another (IQN against
+    DQN at the flagship's settings), and runs start longest first, so the steps left, timed at the speed of the
+    runs trained so far, said "ETA 21 h" at the start of the flagship's seed 1, where the estimate said 14 h.
+    Only their ratios matter: the driver times them by what it measures."""
+    out = {}
+    for batch, seconds in batch_seconds(specs, recorded, cache):
+        steps = sum(s.total_steps for s in batch)
+        out.update(dict.fromkeys((s.run_id for s in batch), seconds / steps if steps > 0 else 0.0))
+    if not all(cost > 0 for cost in out.values()):
+        return dict.fromkeys(out, 1.0)
+    return out
 
 
 def reference_speedup(backend, spec: RunSpec) -> float:
@@ -339,15 +359,20 @@ def resume_points(specs: Mapping[str, RunSpec], checkpoints) -> dict[str, int]:
 class Driver:
     """The :class:`~rlaudit.run.executors.EventSink`: writes the store, updates progress, keeps the summary."""
 
-    def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary, checkpoints=None):
+    def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary, checkpoints=None,
+                 step_cost: Mapping[str, float] | None = None):
+        """``step_cost``: run id -> its relative cost per env step (:func:`step_costs`), which weighs the ETA and
+        the overall progress bar; every step costs the same without it."""
         self.store = store
         self.specs = {s.run_id: s for s in specs}
         self.console = console
         self.summary = summary
         self.running: dict[str, tuple[str, int]] = {}  # run_id -> (worker, env steps so far)
         self.measured: dict[str, list[float]] = {}
+        self.cost = {r: step_cost[r] for r in self.specs} if step_cost else dict.fromkeys(self.specs, 1.0)
         self.steps_done = 0  # env steps of the runs that ended, whole
-        self.steps_trained = 0  # of those, the steps this driver trained (a resumed run's checkpoint aside)
+        self.work_done = 0.0  # the same, each step weighed by its run's cost
+        self.work_trained = 0.0  # of that, what this driver trained (a resumed run's checkpoint aside)
         self.checkpoints = checkpoints
         self.resume_from = resume_points(self.specs, checkpoints)
         self._unconfirmed = set(self.resume_from)  # resumed or restarted: known at the run's first report
@@ -355,7 +380,6 @@ class Driver:
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
         self._worker_tasks: dict[str, TaskID] = {}
-        self.total_steps = sum(s.total_steps for s in specs)
         self.t0 = time.perf_counter()
         self._last_line = self.t0
 
@@ -367,8 +391,9 @@ class Driver:
                                       TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                                       TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
                                       refresh_per_second=4)
-            total_steps = sum(s.total_steps for s in self.specs.values())
-            self._overall = self._progress.add_task(self._overall_text(), total=total_steps, info="")
+            # its bar and ETA in work (env steps weighed by their cost), its text in env steps
+            total_work = sum(s.total_steps * self.cost[r] for r, s in self.specs.items())
+            self._overall = self._progress.add_task(self._overall_text(), total=total_work, info="")
             self._progress.start()
         return self
 
@@ -382,9 +407,9 @@ class Driver:
     def _refresh(self) -> None:
         if self._progress is None:
             return
-        live = sum(steps for _, steps in self.running.values())
-        done = self.steps_done + live
-        self._progress.update(self._overall, completed=done, description=self._overall_text(),
+        done = self.steps_done + sum(steps for _, steps in self.running.values())
+        work = self.work_done + sum(steps * self.cost[r] for r, (_, steps) in self.running.items())
+        self._progress.update(self._overall, completed=work, description=self._overall_text(),
                               info=f"{done:,} env steps")
 
     def _worker_task(self, worker: str) -> TaskID | None:
@@ -449,13 +474,14 @@ class Driver:
             self.resume_from[run_id] = 0
 
     def _eta(self) -> str:
-        """``"; ETA 3 min 10 s"`` from the env steps per second this sweep has trained so far (``""`` before any):
-        the steps a resumed run's checkpoint brought count as done, not as trained in this sweep's time."""
-        start = self.resume_from
-        live = self.running.items()
-        trained = self.steps_trained + sum(max(0, steps - start.get(r, 0)) for r, (_, steps) in live)
-        left = (self.total_steps - self.steps_done - sum(max(steps, start.get(r, 0)) for r, (_, steps) in live)
-                - sum(n for r, n in start.items() if r not in self.running and r not in self._ended))
+        """``"; ETA 3 min 10 s"``: the env steps left, each weighed by its run's cost (:func:`step_costs`), at the
+        weighed steps per second this sweep has trained so far (``""`` before any). The steps a resumed run's
+        checkpoint brought count as done, not as trained in this sweep's time."""
+        start, cost = self.resume_from, self.cost
+        trained = self.work_trained + sum(max(0, steps - start.get(r, 0)) * cost[r]
+                                          for r, (_, steps) in self.running.items())
+        left = sum((spec.total_steps - max(self.running.get(r, ("", 0))[1], start.get(r, 0))) * cost[r]
+                   for r, spec in self.specs.items() if r not in self._ended)
         elapsed = time.perf_counter() - self.t0
         if trained <= 0 or elapsed <= 0:
             return ""
@@ -466,7 +492,9 @@ class Driver:
         worker, steps = self.running.pop(run_id, (None, 0))
         total = self.specs[run_id].total_steps
         self.steps_done += total
-        self.steps_trained += max(0, (total if finished else steps) - self.resume_from.get(run_id, 0))
+        self.work_done += total * self.cost[run_id]
+        trained = max(0, (total if finished else steps) - self.resume_from.get(run_id, 0))
+        self.work_trained += trained * self.cost[run_id]
         self._ended.add(run_id)
         task = self._worker_tasks.get(worker) if worker else None
         if task is not None:
@@ -558,7 +586,8 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         store.reset_unfinished({s.run_id for s in selected})
         status = store.statuses()
         rates = recorded_rates(cost_sources(store_path)) if recorded is None else recorded
-        todo = longest_first([s for s in selected if status.get(s.run_id) != "done"], rates)
+        cache = _read_throughput()
+        todo = longest_first([s for s in selected if status.get(s.run_id) != "done"], rates, cache)
         summary.total = len(selected)
         summary.skipped = len(selected) - len(todo)
         if summary.skipped:
@@ -568,11 +597,12 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            est = estimate(todo, workers, rates)
+            est = estimate(todo, workers, rates, cache)
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
                           f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
-        driver = Driver(store, todo, console, summary, getattr(executor, "checkpoints", None))
+        driver = Driver(store, todo, console, summary, getattr(executor, "checkpoints", None),
+                        step_costs(todo, rates, cache))
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         try:
             if threading.current_thread() is threading.main_thread():
