@@ -414,7 +414,7 @@ def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings
     assert est.cpu_seconds == pytest.approx(4 * 4000 / 2000 + 4 * dqn_steps / REFERENCE_STEPS_PER_S["DQN"])
     assert est.seconds == pytest.approx(est.cpu_seconds / 2)
     assert est.source == (f"CPU time recorded with the same settings in {path} for PPO/gymnasium (3 runs, 2,000 "
-                          "steps/CPU-s); reference rates for DQN/gymnasium")
+                          "steps/CPU-s); reference rates for DQN/gymnasium")  # of 40,000 steps: priced from all
     ppo_only = [r for r in pl.runs if r.algorithm.name == "PPO"]
     assert estimate(ppo_only, 1, rates).source == (f"CPU time recorded with the same settings in {path}: "
                                                    "PPO/gymnasium (3 runs, 2,000 steps/CPU-s)")
@@ -454,6 +454,41 @@ def test_reference_rates_name_registered_algorithms_and_price_the_dqn_family_on_
     assert qr.algorithm.name == "QRDQN" and rate_of(qr, {}) == REFERENCE_STEPS_PER_S["QRDQN"]
 
 
+def test_recorded_rates_price_a_run_from_recorded_runs_as_long_as_it_where_there_are_some(tmp_path):
+    """A step of a short run costs more (100k-step MinAtar runs recorded about half the steps per CPU-second of
+    the flagship's 1M-step runs): a run is priced from the recorded runs of its own length where there are some,
+    else from all of them, and the estimate says which."""
+    from rlaudit.run.driver import estimate, recorded_rates
+    from rlaudit.run.machine import machine_fingerprint
+    from rlaudit.run.spec import RunResult
+    from rlaudit.store import Store
+
+    def record(name, high, cpu_seconds):
+        protocol = parse_protocol(GOOD.replace("high = 4_000", f"high = {high}"), "p.toml")
+        pl = plan(protocol)
+        path = tmp_path / name
+        store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
+        store.sync_plan(pl)
+        for run in [r for r in pl.runs if r.algorithm.name == "PPO"][:2]:
+            store.started(run.run_id, "w1")
+            store.finished(RunResult(run.run_id, high, 2 * cpu_seconds, cpu_seconds))
+        store.close()
+        return [r for r in pl.runs if r.algorithm.name == "PPO"]
+
+    short = record("short.sqlite", 40_000, 40.0)  # 1,000 steps per CPU-second
+    long = record("long.sqlite", 80_000, 20.0)  # 4,000
+    other = plan(parse_protocol(GOOD.replace("high = 4_000", "high = 20_000"), "p.toml")).runs
+    (rate,) = recorded_rates([tmp_path / "short.sqlite", tmp_path / "long.sqlite"]).values()
+    assert (rate.steps_per_cpu_s, rate.n_runs, rate.steps) == (2500.0, 4, None)  # all four: the median
+    assert [(r.steps, r.steps_per_cpu_s, r.n_runs) for r in rate.lengths] == [(40_000, 1000.0, 2), (80_000, 4000.0, 2)]
+    assert [rate.for_run(s[0]).steps_per_cpu_s for s in (short, long, other)] == [1000.0, 4000.0, 2500.0]
+    rates = {short[0].cost_key(): rate}
+    assert estimate(short, 1, rates).cpu_seconds == pytest.approx(4 * 40_000 / 1000)
+    assert estimate(long, 1, rates).cpu_seconds == pytest.approx(4 * 80_000 / 4000)
+    assert "(2 runs of 80,000 steps on this CPU, 4,000 steps/CPU-s)" in estimate(long, 1, rates).source
+    assert "(4 runs on this CPU, 2,500 steps/CPU-s)" in estimate(other, 1, rates).source
+
+
 def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     """Runs a driver recorded on this machine's CPU (model and flags) price a plan alone where there are some (a
     store resumed here after another machine: the same model name without this one's vector units); runs from
@@ -476,7 +511,7 @@ def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     (rate,) = recorded_rates([path]).values()
     assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (1000.0, 2, "other CPUs")
     source = estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
-    assert "PPO/gymnasium (2 runs on other CPUs, 1,000 steps/CPU-s)" in source
+    assert "PPO/gymnasium (2 runs of 40,000 steps on other CPUs, 1,000 steps/CPU-s)" in source
 
     store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
     store.started(ppo[2].run_id, "w1")  # 4,000 here
