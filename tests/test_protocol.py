@@ -519,5 +519,7 @@ def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     store.close()
     (rate,) = recorded_rates([path]).values()
     assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (4000.0, 1, "this CPU")
+    source = estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
+    assert "PPO/gymnasium (1 run of 40,000 steps on this CPU, 4,000 steps/CPU-s)" in source
     assert cpu_identity() == cpu_identity(machine_fingerprint()) != cpu_identity({**machine_fingerprint(),
                                                                                   "cpu_flags": "elsewhere"})

@@ -308,7 +308,8 @@ def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],
         rate = recorded.get(s.cost_key())
         if rate:
             rate = rate.for_run(s)
-            runs = f"{rate.n_runs} runs" + (f" of {rate.steps:,} steps" if rate.steps else "")
+            runs = (f"{rate.n_runs} run{'s' if rate.n_runs != 1 else ''}"
+                    + (f" of {rate.steps:,} steps" if rate.steps else ""))
             on = f" on {rate.cpu}" if rate.cpu else ""
             kinds["recorded"][f"{name} ({runs}{on}, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
             stores.update(dict.fromkeys(rate.stores))
