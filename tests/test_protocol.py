@@ -366,6 +366,16 @@ def test_the_eta_weighs_each_runs_steps_by_its_estimated_cost(tmp_path):
     assert re.fullmatch(r"; ETA 3 h 0[01] min", eta(costs)), eta(costs)
     assert re.fullmatch(r"; ETA 5 h 3[01] min", eta(None)), eta(None)  # steps alike: 1.99M at 100/s
 
+    # on a terminal the overall bar (and rich's ETA of it) counts the same work; its text, env steps
+    d = Driver(Store(), [ppo, dqn], Console(file=io.StringIO(), force_terminal=True), Summary(), step_cost=costs)
+    with d:
+        d.started(ppo.run_id, "w1")
+        d.progress(ppo.run_id, 10_000)
+        overall = d._progress.tasks[d._overall]
+        assert overall.total == pytest.approx(1_000_000 * 11 * costs[dqn.run_id])
+        assert overall.completed == pytest.approx(10_000 * 10 * costs[dqn.run_id])
+        assert overall.fields["info"] == "10,000 env steps"
+
     class Recorder:
         name, workers = "recorder", 2
 
