@@ -382,8 +382,8 @@ def test_fidelity_end_to_end_self(tmp_path, monkeypatch):
 
     priced_from = []  # the stores each driver's estimate read recorded CPU times from
     real = driver.recorded_rates
-    monkeypatch.setattr(driver, "recorded_rates", lambda paths: priced_from.append(list(map(str, paths)))
-                        or real(paths))
+    monkeypatch.setattr(driver, "recorded_rates", lambda paths, **kw: priced_from.append(list(map(str, paths)))
+                        or real(paths, **kw))
     args, first, doc, store, ref_store = _run_end_to_end(tmp_path, "self", 1_000)
     # the reference's runs are priced from its own store, never from the built-in's (another implementation)
     assert [str(ref_store)] in priced_from and not any(str(ref_store) in p and len(p) > 1 for p in priced_from)

@@ -347,7 +347,8 @@ def test_the_eta_weighs_each_runs_steps_by_its_estimated_cost(tmp_path):
     pl = plan(parse_protocol(GOOD.replace("high = 4_000", "high = 1_000_000"), "p.toml"))
     ppo = next(r for r in pl.runs if r.algorithm.name == "PPO")
     dqn = next(r for r in pl.runs if r.algorithm.name == "DQN")
-    rates = {ppo.cost_key(): RecordedRate(100.0, 3, ("a.sqlite",)), dqn.cost_key(): RecordedRate(1000.0, 3, ("a.sqlite",))}
+    rates = {ppo.cost_key(): RecordedRate(100.0, 3, ("a.sqlite",)),
+             dqn.cost_key(): RecordedRate(1000.0, 3, ("a.sqlite",))}
     costs = step_costs([ppo, dqn], rates)
     assert costs[ppo.run_id] == pytest.approx(10 * costs[dqn.run_id])
 
@@ -424,7 +425,7 @@ def test_time_estimate_prices_runs_from_cpu_time_recorded_with_the_same_settings
     assert est.cpu_seconds == pytest.approx(4 * 4000 / 2000 + 4 * dqn_steps / REFERENCE_STEPS_PER_S["DQN"])
     assert est.seconds == pytest.approx(est.cpu_seconds / 2)
     assert est.source == (f"CPU time recorded with the same settings in {path} for PPO/gymnasium (3 runs, 2,000 "
-                          "steps/CPU-s); reference rates for DQN/gymnasium")  # of 40,000 steps: priced from all
+                          "steps/CPU-s); reference rates for DQN/gymnasium")
     ppo_only = [r for r in pl.runs if r.algorithm.name == "PPO"]
     assert estimate(ppo_only, 1, rates).source == (f"CPU time recorded with the same settings in {path}: "
                                                    "PPO/gymnasium (3 runs, 2,000 steps/CPU-s)")
@@ -464,39 +465,42 @@ def test_reference_rates_name_registered_algorithms_and_price_the_dqn_family_on_
     assert qr.algorithm.name == "QRDQN" and rate_of(qr, {}) == REFERENCE_STEPS_PER_S["QRDQN"]
 
 
-def test_recorded_rates_price_a_run_from_recorded_runs_as_long_as_it_where_there_are_some(tmp_path):
-    """A step of a short run costs more (100k-step MinAtar runs recorded about half the steps per CPU-second of
-    the flagship's 1M-step runs): a run is priced from the recorded runs of its own length where there are some,
-    else from all of them, and the estimate says which."""
-    from rlaudit.run.driver import estimate, recorded_rates
+def test_a_plan_is_priced_from_its_own_stores_runs_where_there_are_some(tmp_path, monkeypatch):
+    """A sweep's own finished runs price its remaining ones (other stores' runs with the same settings cost the
+    flagship twice as much per step: recorded with four runs per core, or with older code); without own runs,
+    every store's count. A store named by an absolute path is read once, not also as a recorded sweep."""
+    from rlaudit.run.driver import cost_sources, estimate, recorded_rates
     from rlaudit.run.machine import machine_fingerprint
     from rlaudit.run.spec import RunResult
     from rlaudit.store import Store
 
-    def record(name, high, cpu_seconds):
-        protocol = parse_protocol(GOOD.replace("high = 4_000", f"high = {high}"), "p.toml")
-        pl = plan(protocol)
-        path = tmp_path / name
+    protocol = parse_protocol(GOOD.replace("high = 4_000", "high = 40_000"), "p.toml")
+    pl = plan(protocol)
+    ppo = [r for r in pl.runs if r.algorithm.name == "PPO"]
+    monkeypatch.chdir(tmp_path)
+
+    def record(path, runs, cpu_seconds):
+        path.parent.mkdir(parents=True, exist_ok=True)
         store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
         store.sync_plan(pl)
-        for run in [r for r in pl.runs if r.algorithm.name == "PPO"][:2]:
+        for run in runs:
             store.started(run.run_id, "w1")
-            store.finished(RunResult(run.run_id, high, 2 * cpu_seconds, cpu_seconds))
+            store.finished(RunResult(run.run_id, 40_000, 2 * cpu_seconds, cpu_seconds))
         store.close()
-        return [r for r in pl.runs if r.algorithm.name == "PPO"]
 
-    short = record("short.sqlite", 40_000, 40.0)  # 1,000 steps per CPU-second
-    long = record("long.sqlite", 80_000, 20.0)  # 4,000
-    other = plan(parse_protocol(GOOD.replace("high = 4_000", "high = 20_000"), "p.toml")).runs
-    (rate,) = recorded_rates([tmp_path / "short.sqlite", tmp_path / "long.sqlite"]).values()
-    assert (rate.steps_per_cpu_s, rate.n_runs, rate.steps) == (2500.0, 4, None)  # all four: the median
-    assert [(r.steps, r.steps_per_cpu_s, r.n_runs) for r in rate.lengths] == [(40_000, 1000.0, 2), (80_000, 4000.0, 2)]
-    assert [rate.for_run(s[0]).steps_per_cpu_s for s in (short, long, other)] == [1000.0, 4000.0, 2500.0]
-    rates = {short[0].cost_key(): rate}
-    assert estimate(short, 1, rates).cpu_seconds == pytest.approx(4 * 40_000 / 1000)
-    assert estimate(long, 1, rates).cpu_seconds == pytest.approx(4 * 80_000 / 4000)
-    assert "(2 runs of 80,000 steps on this CPU, 4,000 steps/CPU-s)" in estimate(long, 1, rates).source
-    assert "(4 runs on this CPU, 2,500 steps/CPU-s)" in estimate(other, 1, rates).source
+    other, own = Path("sweeps/other/store.sqlite"), Path("sweeps/own/store.sqlite")
+    record(other, ppo[:3], 40.0)  # 1,000 steps per CPU-second
+    record(own, ppo[3:], 10.0)  # 4,000
+    assert cost_sources(own.resolve()) == [own.resolve(), other]  # once, as named first
+    (rate,) = recorded_rates(cost_sources(own.resolve()), own=own.resolve()).values()
+    assert (rate.steps_per_cpu_s, rate.n_runs, rate.stores) == (4000.0, 1, (str(own.resolve()),))
+    source = estimate(ppo[:3], 1, {ppo[0].cost_key(): rate}).source
+    assert source == (f"CPU time recorded with the same settings in {own.resolve()}: PPO/gymnasium (1 run on this "
+                      "CPU, 4,000 steps/CPU-s)")
+    (rate,) = recorded_rates(cost_sources(own)).values()  # not said to be its own: all four, median 1,000
+    assert (rate.steps_per_cpu_s, rate.n_runs) == (1000.0, 4)
+    (rate,) = recorded_rates([other], own=Path("sweeps/new/store.sqlite")).values()  # a new store: the others'
+    assert (rate.steps_per_cpu_s, rate.n_runs) == (1000.0, 3)
 
 
 def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
@@ -521,7 +525,7 @@ def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     (rate,) = recorded_rates([path]).values()
     assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (1000.0, 2, "other CPUs")
     source = estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
-    assert "PPO/gymnasium (2 runs of 40,000 steps on other CPUs, 1,000 steps/CPU-s)" in source
+    assert "PPO/gymnasium (2 runs on other CPUs, 1,000 steps/CPU-s)" in source
 
     store = Store.open_for_run(path, protocol, machine=machine_fingerprint())
     store.started(ppo[2].run_id, "w1")  # 4,000 here
@@ -529,7 +533,5 @@ def test_recorded_rates_prefer_runs_recorded_on_this_cpu(tmp_path):
     store.close()
     (rate,) = recorded_rates([path]).values()
     assert (rate.steps_per_cpu_s, rate.n_runs, rate.cpu) == (4000.0, 1, "this CPU")
-    source = estimate(ppo, 1, {ppo[0].cost_key(): rate}).source
-    assert "PPO/gymnasium (1 run of 40,000 steps on this CPU, 4,000 steps/CPU-s)" in source
     assert cpu_identity() == cpu_identity(machine_fingerprint()) != cpu_identity({**machine_fingerprint(),
                                                                                   "cpu_flags": "elsewhere"})

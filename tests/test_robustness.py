@@ -515,7 +515,7 @@ def test_run_warns_about_a_huge_plan_before_training(tmp_path, monkeypatch):
 
     reads = []  # the recorded CPU times are read once, for the warning and the driver's header alike
     real = driver.recorded_rates
-    monkeypatch.setattr(driver, "recorded_rates", lambda paths: reads.append(paths) or real(paths))
+    monkeypatch.setattr(driver, "recorded_rates", lambda paths, **kw: reads.append(paths) or real(paths, **kw))
     result = CliRunner().invoke(main, ["run", str(proto), "--store", str(tmp_path / "s.sqlite")])
     assert "warning: this plan is large: 200,000,000,000 env steps" in result.stderr, result.output
     assert "training 2 of 2 runs" in result.stderr and len(reads) == 1, (reads, result.output)

@@ -152,7 +152,7 @@ def validate(protocol: str, store: str | None, workers: int | None, rerun_suite=
     from rlaudit.run.driver import cost_sources, recorded_rates
     from rlaudit.store.sqlite import lock_holder, takeover
 
-    recorded = recorded_rates(cost_sources(store_path))
+    recorded = recorded_rates(cost_sources(store_path), own=store_path)
     _print_plan(plan_, plan_.runs, store_path, workers or default_workers(), recorded)
     if store_path.exists():
         _print_progress(plan_, store_path, workers or default_workers(), lock_holder(store_path), recorded)
@@ -258,7 +258,7 @@ def run(protocol: str, store: str | None, workers: int | None, only: str | None,
     specs = plan_.select(selection)
     done = done_run_ids(store_path) if store_path.exists() and not new_store else set()
     todo = [s for s in specs if s.run_id not in done]
-    recorded = recorded_rates(cost_sources(store_path))
+    recorded = recorded_rates(cost_sources(store_path), own=store_path)
     if dry_run:
         _print_plan(plan_, todo, store_path, workers or default_workers(), recorded)
         click.echo(f"dry run: {len(todo)} of {len(specs)} selected runs would train "

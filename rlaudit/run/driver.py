@@ -13,7 +13,7 @@ import statistics
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -117,62 +117,60 @@ class RecordedRate:
     cpu: str = ""
     """``this CPU`` (every run was recorded on this machine's CPU, model and flags: the others, if any, are left out),
     ``other CPUs`` (none was), or empty (the stores did not record their machines)."""
-    steps: int | None = None
-    """The env steps of every run it comes from, where it is the rate of one run length (:attr:`lengths`)."""
-    lengths: tuple[RecordedRate, ...] = ()
-    """The rate of each run length among the runs, which :meth:`for_run` prefers."""
-
-    def for_run(self, spec: RunSpec) -> RecordedRate:
-        """The rate that prices ``spec``: that of the recorded runs as long as it, where there are some, else that of
-        all of them. A step of a short run cost more in the recorded sweeps: 100k-step MinAtar runs averaged 912 DQN
-        and 83 IQN steps per CPU-second where the flagship's 1M-step runs of the same settings averaged 1,704 and 132
-        (start-up and evaluations weigh more in a short run; the split is not measured), so pricing the flagship
-        from its fidelity runs overstated it."""
-        return next((r for r in self.lengths if r.steps == spec.total_steps), self)
 
 
 def cost_sources(store_path: str | os.PathLike | None = None) -> list[Path]:
     """Stores a plan's cost is read from: its own store, then every ``sweeps/*/store.sqlite`` under the working
-    directory (the recorded sweeps of a checkout); the ones that exist."""
+    directory (the recorded sweeps of a checkout); the ones that exist, each once (its own store named by an
+    absolute path is also one of the recorded sweeps)."""
     paths = [Path(store_path)] if store_path else []
     paths += sorted(Path("sweeps").glob("*/store.sqlite"))
-    return [p for p in dict.fromkeys(paths) if p.is_file()]
+    first: dict[Path, Path] = {}
+    for path in paths:
+        first.setdefault(path.resolve(), path)
+    return [p for p in first.values() if p.is_file()]
 
 
-def recorded_rates(paths: Sequence[str | os.PathLike]) -> dict[str, RecordedRate]:
+def recorded_rates(paths: Sequence[str | os.PathLike], own: str | os.PathLike | None = None
+                   ) -> dict[str, RecordedRate]:
     """:class:`RecordedRate` per :meth:`~RunSpec.cost_key` over the timed runs of ``paths``; runs shorter than
-    :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), runs recorded on this machine's CPU
-    (:func:`~rlaudit.run.machine.cpu_identity`) replace those of other CPUs where there are some, each run length
-    has its own rate as well (:meth:`RecordedRate.for_run`), and a store that cannot be read counts nothing
-    (pricing a plan is never worth failing for)."""
+    :data:`MIN_STEPS_MEASURED` do not count (start-up dominates them), the runs of ``own`` (the store of the plan
+    priced) replace the other stores' where there are some, of those the runs recorded on this machine's CPU
+    (:func:`~rlaudit.run.machine.cpu_identity`) replace those of other CPUs where there are some, and a store
+    that cannot be read counts nothing (pricing a plan is never worth failing for).
+
+    A sweep's own finished runs were trained with its code, on its machine, in its conditions: other stores' runs
+    with the same settings can cost twice as much per step. Measured on the flagship (2026-12-05, AMD EPYC):
+    its 1M-step runs trained DQN at 1,574-1,855 steps per CPU-second and IQN at 111-149, where the fidelity and
+    backend-equivalence stores hold DQN runs at 837-1,035 (recorded with about four runs per core: a run's CPU
+    time grows when it shares a core) and IQN runs at 65-96 (before the runner's and the allocator's speed-ups);
+    a 100k-step DQN run retrained then gave 1,652, so run length is not the cause."""
     import sqlite3
 
     from rlaudit.errors import InputError
     from rlaudit.run.machine import cpu_identity
     from rlaudit.store import timed_runs
 
-    runs: dict[str, list[tuple[float, str | None, str]]] = {}
+    own_path = Path(own).resolve() if own else None
+    runs: dict[str, list[tuple[float, str | None, str, bool]]] = {}
     for path in paths:
         try:
             timed = timed_runs(path)
         except (InputError, sqlite3.Error, ValueError, KeyError, TypeError):
             continue
+        ours = Path(path).resolve() == own_path
         for spec, steps, cpu, model in timed:
             if steps >= MIN_STEPS_MEASURED:
-                runs.setdefault(spec.cost_key(), []).append((steps / cpu, model, str(path), spec.total_steps))
+                runs.setdefault(spec.cost_key(), []).append((steps / cpu, model, str(path), ours))
     here = cpu_identity()
-
-    def rate(rows, steps=None) -> RecordedRate:
+    out = {}
+    for key, rows in runs.items():
+        rows = [r for r in rows if r[3]] or rows
         mine = [r for r in rows if r[1] == here]
         use = mine or rows
         cpu = "this CPU" if mine else "other CPUs" if all(r[1] for r in rows) else ""
-        return RecordedRate(float(statistics.median(r[0] for r in use)), len(use),
-                            tuple(dict.fromkeys(r[2] for r in use)), cpu, steps)
-
-    out = {}
-    for key, rows in runs.items():
-        lengths = sorted({r[3] for r in rows})
-        out[key] = replace(rate(rows), lengths=tuple(rate([r for r in rows if r[3] == n], n) for n in lengths))
+        out[key] = RecordedRate(float(statistics.median(r[0] for r in use)), len(use),
+                                tuple(dict.fromkeys(r[2] for r in use)), cpu)
     return out
 
 
@@ -246,7 +244,7 @@ def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate]
     for batch in make_batches(specs):
         rate = recorded.get(batch[0].cost_key())
         if rate:  # a batch's CPU time is its runs' CPU times summed
-            out.append((batch, sum(s.total_steps / rate.for_run(s).steps_per_cpu_s for s in batch)))
+            out.append((batch, sum(s.total_steps / rate.steps_per_cpu_s for s in batch)))
             continue
         times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
         measured = rate_key(batch[0]) in cache
@@ -307,10 +305,8 @@ def rate_sources(specs: Sequence[RunSpec], cache: dict[str, float],
         name = f"{s.algorithm.label}/{s.task.suite}" + ("" if backend == DEFAULT_BACKEND else f"@{backend}")
         rate = recorded.get(s.cost_key())
         if rate:
-            rate = rate.for_run(s)
-            runs = (f"{rate.n_runs} run{'s' if rate.n_runs != 1 else ''}"
-                    + (f" of {rate.steps:,} steps" if rate.steps else ""))
             on = f" on {rate.cpu}" if rate.cpu else ""
+            runs = f"{rate.n_runs} run{'s' if rate.n_runs != 1 else ''}"
             kinds["recorded"][f"{name} ({runs}{on}, {rate.steps_per_cpu_s:,.0f} steps/CPU-s)"] = None
             stores.update(dict.fromkeys(rate.stores))
         else:
@@ -574,7 +570,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         new_store: move a store of another protocol aside instead of refusing it.
         console: where progress and the summary go.
         recorded: the recorded CPU times that price the runs in the estimate (:func:`recorded_rates`; default:
-            those of :func:`cost_sources` of ``store_path``; another implementation's runs, e.g. a fidelity
+            those of :func:`cost_sources` of ``store_path``, its own runs first; another implementation's runs, e.g. a fidelity
             reference's, are priced from their own store only).
 
     Returns:
@@ -606,7 +602,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         selected = plan.select(only)
         store.reset_unfinished({s.run_id for s in selected})
         status = store.statuses()
-        rates = recorded_rates(cost_sources(store_path)) if recorded is None else recorded
+        rates = recorded_rates(cost_sources(store_path), own=store_path) if recorded is None else recorded
         cache = _read_throughput()
         todo = longest_first([s for s in selected if status.get(s.run_id) != "done"], rates, cache)
         summary.total = len(selected)
