@@ -516,6 +516,12 @@ def test_an_incomplete_sweep_is_a_checklist_warning_in_the_verdict(tmp_path):
     # what the runs took (fill records no CPU time and no machine: as a store from before schema 3 reads)
     assert ("| Compute | 0.005 run-hours of wall-clock time over 12 runs (CPU time not recorded: runs from before "
             "store schema 3); backend: sb3 (12 runs); machine: not recorded (12 runs) |") in md
+    from rlaudit.report.model import compute_text
+
+    one = {"runs": 1, "runs_timed": 1, "cpu_hours": 0.5, "wall_hours": 0.5, "backends": {"sb3": 1},
+           "machines": [{"machine": "A", "runs": 1}, {"machine": "B", "runs": 2}]}
+    assert compute_text(one) == ("0.5 CPU-hours over 1 run (wall-clock 0.5 run-hours); backend: sb3 (1 run); "
+                                 "machine: A (1 run); B (2 runs)")
 
 
 def test_run_counts_in_score_metadata_are_checked():

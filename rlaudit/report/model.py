@@ -475,21 +475,25 @@ def _learning_findings(r: Report) -> list[Finding]:
     return out
 
 
+def _runs(n: int) -> str:
+    return f"{n} run{'' if int(n) == 1 else 's'}"
+
+
 def compute_text(c: dict) -> str:
     """The setup's "Compute" row: what training a store's finished runs took, on which backend and where."""
     runs = int(c.get("runs", 0))
     timed = int(c.get("runs_timed", 0))
     cpu, wall = c.get("cpu_hours"), float(c.get("wall_hours", 0.0))
     if cpu is not None and timed == runs:
-        head = f"{cpu:.3g} CPU-hours over {runs} runs (wall-clock {wall:.3g} run-hours)"
+        head = f"{cpu:.3g} CPU-hours over {_runs(runs)} (wall-clock {wall:.3g} run-hours)"
     elif cpu is not None:
         head = (f"{cpu:.3g} CPU-hours over the {timed} of {runs} runs that record their CPU time; the others were "
                 f"recorded before it was stored (wall-clock of all {runs}: {wall:.3g} run-hours)")
     else:
-        head = (f"{wall:.3g} run-hours of wall-clock time over {runs} runs (CPU time not recorded: runs from "
+        head = (f"{wall:.3g} run-hours of wall-clock time over {_runs(runs)} (CPU time not recorded: runs from "
                 f"before store schema 3)")
-    backends = ", ".join(f"{b} ({n} runs)" for b, n in (c.get("backends") or {}).items())
-    machines = "; ".join(f"{m['machine']} ({m['runs']} runs)" for m in c.get("machines") or [])
+    backends = ", ".join(f"{b} ({_runs(n)})" for b, n in (c.get("backends") or {}).items())
+    machines = "; ".join(f"{m['machine']} ({_runs(m['runs'])})" for m in c.get("machines") or [])
     return f"{head}; backend: {backends}; machine: {machines}"
 
 
