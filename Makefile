@@ -111,8 +111,8 @@ record: install
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 FLAGSHIP_REPORT = $(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 # its finished runs (the store's bytes change on every `rlaudit run`, even one with nothing to train)
-FLAGSHIP_DONE = $(BIN)/python -c "import sqlite3, sys; print(sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True) \
-	.execute(\"SELECT count(*) FROM runs WHERE status = 'done'\").fetchone()[0])" $(FLAGSHIP) 2>/dev/null
+FLAGSHIP_DONE = $(BIN)/python -c "from rlaudit.store import done_run_ids; print(len(done_run_ids('$(FLAGSHIP)')))" \
+	2>/dev/null
 flagship: install
 	@seeds=$$($(BIN)/python -c "from rlaudit.protocol import load_protocol; print(*load_protocol('protocols/dqn-family-minatar.toml').seeds)"); \
 	first=$${seeds%% *}; stale=1; failed=; \
