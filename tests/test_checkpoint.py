@@ -465,6 +465,21 @@ def test_the_checkpoint_bench_prints_its_line(capsys):
                                        f"'MinAtar/Seaquest-v1'\n")
 
 
+TWO_SEEDS_1M = """
+schema_version = 1
+name = "t"
+seeds = [0, 1]
+[regimes]
+low = 250_000
+top = 1_000_000
+[[tasks]]
+id = "CartPole-v1"
+[[algorithms]]
+name = "DQN"
+"""
+"""Two 1M-step DQN runs: checkpoints at hundreds of thousands of steps are a real share of them."""
+
+
 def test_the_eta_and_the_summary_count_only_the_steps_trained_since_a_resumed_checkpoint(tmp_path):
     """A run resumed at 400k of 1M steps reports 400k at once: the ETA must not take that for speed (it said
     "10 min" for a sweep with hours left), and the summary's steps/s counts what this driver trained. A run whose
@@ -477,18 +492,7 @@ def test_the_eta_and_the_summary_count_only_the_steps_trained_since_a_resumed_ch
     from rlaudit.run.driver import run_plan
     from rlaudit.run.spec import EvalRecord, RunResult
 
-    pl = plan(parse_protocol("""
-schema_version = 1
-name = "t"
-seeds = [0, 1]
-[regimes]
-low = 250_000
-top = 1_000_000
-[[tasks]]
-id = "CartPole-v1"
-[[algorithms]]
-name = "DQN"
-""", "t.toml"))
+    pl = plan(parse_protocol(TWO_SEEDS_1M, "t.toml"))
     store = tmp_path / "s.sqlite"
     checkpoints = Checkpoints(checkpoint_dir(store))
     resumed, restarted = pl.runs
@@ -527,3 +531,60 @@ name = "DQN"
     assert re.fullmatch(r"; ETA 3 h 3[45] min", seen["eta"]), seen["eta"]
     assert seen["restarted from"] == 0
     assert summary.env_steps == 600_000 + 1_000_000
+
+
+def test_the_plan_header_and_validate_price_a_resumed_run_from_its_checkpoint(tmp_path):
+    """A run that resumes at 400k of 1M steps costs 600k steps' time: the plan header and `rlaudit validate` said
+    the full price (about 1 h too much for the flagship's sitting that resumed two IQN runs at 70 %). A checkpoint
+    written on another machine is priced from 0 unless the run resumes it (--resume-on-any-machine)."""
+    import io
+
+    from rich.console import Console
+
+    from rlaudit.run.checkpoint import this_machine
+    from rlaudit.run.driver import estimate, format_duration, run_plan
+    from rlaudit.store import Store
+
+    (tmp_path / "t.toml").write_text(TWO_SEEDS_1M)
+    protocol = parse_protocol(TWO_SEEDS_1M, "t.toml")
+    pl = plan(protocol)
+    store = tmp_path / "s.sqlite"
+    checkpoints = Checkpoints(checkpoint_dir(store))
+    here, elsewhere = pl.runs
+    checkpoints.directory.mkdir()
+    for spec, steps, machine in ((here, 400_000, this_machine()), (elsewhere, 300_000, "another")):
+        checkpoints.path(spec).write_bytes(b"state")
+        checkpoints.path(spec).with_suffix(".json").write_text(
+            json.dumps({"run_id": spec.run_id, "env_steps": steps, "machine": machine}))
+
+    full = estimate([here], 1).cpu_seconds
+    assert estimate([here], 1, trained={here.run_id: 400_000}).cpu_seconds == pytest.approx(0.6 * full)
+    priced = estimate(pl.runs, 2, trained={here.run_id: 400_000})
+    assert priced.cpu_seconds == pytest.approx(1.6 * full)
+
+    s = Store.open_for_run(store, protocol)
+    s.sync_plan(pl)
+    s.close()
+    told = CliRunner().invoke(main, ["validate", str(tmp_path / "t.toml"), "--store", str(store), "--workers", "2"])
+    assert told.exit_code == 0, told.output
+    assert (f"store: 0 of 2 planned runs finished; the other 2 take about {format_duration(priced.seconds)} with 2 "
+            "workers (1 run resumes from a checkpoint, 400,000 of these steps trained) (1 more checkpoint written on "
+            "another machine, priced from 0: 'rlaudit run --resume-on-any-machine' resumes them)\n") in told.output
+
+    class Idle:  # trains nothing: the header is what this test reads
+        name, workers = "fake", 2
+
+        def __init__(self, portable):
+            self.checkpoints = Checkpoints(checkpoint_dir(store), portable=portable)
+
+        def run(self, specs, sink):
+            pass
+
+    for portable, trained in ((False, {here.run_id: 400_000}),
+                              (True, {here.run_id: 400_000, elsewhere.run_id: 300_000})):
+        out = io.StringIO()
+        run_plan(pl, store, Idle(portable), console=Console(file=out, width=400))
+        runs = ("1 run resumes from a checkpoint, 400,000" if len(trained) == 1
+                else "2 runs resume from checkpoints, 700,000")
+        assert (f"training 2 of 2 runs, 2,000,000 env steps ({runs} of these steps trained); estimate about "
+                f"{format_duration(estimate(pl.runs, 2, trained=trained).seconds)} with 2 worker(s)") in out.getvalue()

@@ -75,17 +75,25 @@ def _cpu_hours(seconds: float) -> str:
 
 def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded: dict) -> None:
     """How far an existing store is through the plan, and what finishing it costs."""
-    from rlaudit.run.driver import estimate, format_duration
+    from rlaudit.run.checkpoint import checkpoint_dir, saved_checkpoints
+    from rlaudit.run.driver import estimate, format_duration, resumed_text
     from rlaudit.store import done_run_ids
 
     done = done_run_ids(store_path)
     left = [s for s in plan_.runs if s.run_id not in done]
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
+    ids = {s.run_id for s in left}  # priced from their checkpoints as a plain 'rlaudit run' resumes them
+    saved = {r: point for r, point in saved_checkpoints(checkpoint_dir(store_path)).items() if r in ids}
+    trained = {r: steps for r, (steps, here) in saved.items() if here}
+    elsewhere = len(saved) - len(trained)
     rest = ""
-    if left and n_done:
-        rest = (f"; the other {len(left)} take about {format_duration(estimate(left, workers, recorded).seconds)} "
-                f"with {workers} worker{'s' if workers > 1 else ''}")
+    if left and (n_done or saved):
+        seconds = estimate(left, workers, recorded, trained=trained).seconds
+        rest = (f"; the other {len(left)} take about {format_duration(seconds)} with {workers} "
+                f"worker{'s' if workers > 1 else ''}{resumed_text(trained)}"
+                + (f" ({elsewhere} more checkpoint{'s' if elsewhere > 1 else ''} written on another machine, priced "
+                   "from 0: 'rlaudit run --resume-on-any-machine' resumes them)" if elsewhere else ""))
     click.echo(f"store: {n_done} of {len(plan_.runs)} planned runs finished{rest}{writer}")
 
 

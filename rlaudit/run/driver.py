@@ -214,7 +214,7 @@ class Estimate:
 
 
 def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, RecordedRate] | None = None,
-             cache: dict[str, float] | None = None) -> Estimate:
+             cache: dict[str, float] | None = None, trained: Mapping[str, int] | None = None) -> Estimate:
     """Time and CPU estimate for ``specs`` on ``workers`` workers.
 
     A run whose settings have :class:`RecordedRate` s (``recorded``, from :func:`recorded_rates`) costs its env
@@ -222,31 +222,38 @@ def estimate(specs: Sequence[RunSpec], workers: int, recorded: dict[str, Recorde
     training steps at the rate measured on this machine (else the reference rate) and its evaluations at as many
     steps as they can take at most (every episode played to the time limit), so that a plan whose evaluations
     dominate is not estimated at "about 0 s". ``cache``: the rates measured here (read when not given).
+    ``trained``: run id -> env steps a run resumes from (:func:`resume_points`): it costs only the rest.
     """
     cache = _read_throughput() if cache is None else cache
-    per_batch = [seconds for _, seconds in batch_seconds(specs, recorded, cache)]
+    per_batch = [seconds for _, seconds in batch_seconds(specs, recorded, cache, trained)]
     n = max(1, min(workers, len(per_batch)))
     return Estimate(max(sum(per_batch) / n, max(per_batch, default=0.0)), sum(per_batch),
                     rate_sources(specs, cache, recorded or {}))
 
 
 def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None,
-                  cache: dict[str, float] | None = None) -> list[tuple[tuple[RunSpec, ...], float]]:
+                  cache: dict[str, float] | None = None, trained: Mapping[str, int] | None = None
+                  ) -> list[tuple[tuple[RunSpec, ...], float]]:
     """Each batch of :func:`~rlaudit.run.backends.make_batches` with the seconds one worker spends on it, priced
     as :func:`estimate` prices them (``cache``: the rates measured here, read from :func:`throughput_cache` when
-    not given)."""
+    not given; ``trained``: env steps each run resumes from, priced only for the rest of it)."""
     from rlaudit.run.backends import backend_of, make_batches
 
     cache = _read_throughput() if cache is None else cache
     recorded = recorded or {}
+    trained = trained or {}
+
+    def left(spec: RunSpec) -> float:  # the share of a run still to train (its evaluations alike)
+        return 1.0 - min(trained.get(spec.run_id, 0), spec.total_steps) / max(spec.total_steps, 1)
+
     limits: dict = {}
     out = []  # the runs of a batch train together: measured rates already say so, reference rates do not
     for batch in make_batches(specs):
         rate = recorded.get(batch[0].cost_key())
         if rate:  # a batch's CPU time is its runs' CPU times summed
-            out.append((batch, sum(s.total_steps / rate.steps_per_cpu_s for s in batch)))
+            out.append((batch, sum(s.total_steps * left(s) / rate.steps_per_cpu_s for s in batch)))
             continue
-        times = [(s.total_steps + eval_steps(s, limits)) / rate_of(s, cache) for s in batch]
+        times = [(s.total_steps + eval_steps(s, limits)) * left(s) / rate_of(s, cache) for s in batch]
         measured = rate_key(batch[0]) in cache
         speedup = 1.0 if measured else reference_speedup(backend_of(batch[0]), batch[0])
         out.append((batch, max(times) if measured else sum(times) / speedup))
@@ -371,6 +378,14 @@ def resume_points(specs: Mapping[str, RunSpec], checkpoints) -> dict[str, int]:
 
     return {run_id: steps for run_id, (steps, here) in saved_checkpoints(checkpoints.directory).items()
             if run_id in specs and steps > 0 and (here or checkpoints.portable)}
+
+
+def resumed_text(trained: Mapping[str, int]) -> str:
+    """`` (N resume from checkpoints, S env steps of them trained)`` for the plan header; empty without any."""
+    if not trained:
+        return ""
+    runs = "1 run resumes from a checkpoint" if len(trained) == 1 else f"{len(trained)} runs resume from checkpoints"
+    return f" ({runs}, {sum(trained.values()):,} of these steps trained)"
 
 
 class Driver:
@@ -614,10 +629,12 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            est = estimate(todo, workers, rates, cache)
+            trained = resume_points({s.run_id: s for s in todo}, getattr(executor, "checkpoints", None))
+            est = estimate(todo, workers, rates, cache, trained)
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
-                          f"steps; estimate about {format_duration(est.seconds)} with {min(workers, len(todo))} "
-                          f"worker(s) (steps/s: {est.source})", highlight=False, markup=False, soft_wrap=True)
+                          f"steps{resumed_text(trained)}; estimate about {format_duration(est.seconds)} with "
+                          f"{min(workers, len(todo))} worker(s) (steps/s: {est.source})", highlight=False,
+                          markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary, getattr(executor, "checkpoints", None),
                         step_costs(todo, rates, cache))
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
