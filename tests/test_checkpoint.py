@@ -533,10 +533,11 @@ def test_the_eta_and_the_summary_count_only_the_steps_trained_since_a_resumed_ch
     assert summary.env_steps == 600_000 + 1_000_000
 
 
-def test_the_plan_header_and_validate_price_a_resumed_run_from_its_checkpoint(tmp_path):
+def test_a_resumed_run_starts_first_and_is_priced_from_its_checkpoint(tmp_path):
     """A run that resumes at 400k of 1M steps costs 600k steps' time: the plan header and `rlaudit validate` said
     the full price (about 1 h too much for the flagship's sitting that resumed two IQN runs at 70 %). A checkpoint
-    written on another machine is priced from 0 unless the run resumes it (--resume-on-any-machine)."""
+    written on another machine is priced from 0 unless the run resumes it (--resume-on-any-machine). Resumed runs
+    start first."""
     import io
 
     from rich.console import Console
@@ -550,7 +551,7 @@ def test_the_plan_header_and_validate_price_a_resumed_run_from_its_checkpoint(tm
     pl = plan(protocol)
     store = tmp_path / "s.sqlite"
     checkpoints = Checkpoints(checkpoint_dir(store))
-    here, elsewhere = pl.runs
+    elsewhere, here = pl.runs
     checkpoints.directory.mkdir()
     for spec, steps, machine in ((here, 400_000, this_machine()), (elsewhere, 300_000, "another")):
         checkpoints.path(spec).write_bytes(b"state")
@@ -571,19 +572,23 @@ def test_the_plan_header_and_validate_price_a_resumed_run_from_its_checkpoint(tm
             "workers (1 run resumes from a checkpoint, 400,000 of these steps trained) (1 more checkpoint written on "
             "another machine, priced from 0: 'rlaudit run --resume-on-any-machine' resumes them)\n") in told.output
 
-    class Idle:  # trains nothing: the header is what this test reads
+    class Idle:  # trains nothing: the header and the order of the runs are what this test reads
         name, workers = "fake", 2
 
         def __init__(self, portable):
             self.checkpoints = Checkpoints(checkpoint_dir(store), portable=portable)
+            self.order = []
 
         def run(self, specs, sink):
-            pass
+            self.order = [s.run_id for s in specs]
 
     for portable, trained in ((False, {here.run_id: 400_000}),
                               (True, {here.run_id: 400_000, elsewhere.run_id: 300_000})):
-        out = io.StringIO()
-        run_plan(pl, store, Idle(portable), console=Console(file=out, width=400))
+        out, idle = io.StringIO(), Idle(portable)
+        run_plan(pl, store, idle, console=Console(file=out, width=400))
+        # the run resumed here starts first (seed 1 before seed 0); with both resumed, plan order
+        assert idle.order == ([here.run_id, elsewhere.run_id] if len(trained) == 1
+                              else [elsewhere.run_id, here.run_id])
         runs = ("1 run resumes from a checkpoint, 400,000" if len(trained) == 1
                 else "2 runs resume from checkpoints, 700,000")
         assert (f"training 2 of 2 runs, 2,000,000 env steps ({runs} of these steps trained); estimate about "

@@ -316,6 +316,8 @@ def test_runs_start_longest_first_by_their_estimated_time(tmp_path):
     assert [r.algorithm.name for r in ordered] == ["DQN"] * 4 + ["PPO"] * 4
     assert [r.run_id for r in ordered if r.algorithm.name == "DQN"] == [r.run_id for r in pl.runs
                                                                         if r.algorithm.name == "DQN"]  # ties: plan order
+    last_ppo = [r for r in pl.runs if r.algorithm.name == "PPO"][-1]  # resumes from a checkpoint: starts first
+    assert longest_first(pl.runs, resumed={last_ppo.run_id}) == [last_ppo] + [r for r in ordered if r != last_ppo]
 
     class Recorder:
         name = "recorder"

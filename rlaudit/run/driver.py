@@ -12,7 +12,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -261,13 +261,16 @@ def batch_seconds(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate]
 
 
 def longest_first(specs: Sequence[RunSpec], recorded: Mapping[str, RecordedRate] | None = None,
-                  cache: dict[str, float] | None = None) -> list[RunSpec]:
-    """``specs`` batch by batch, the longest batch first by :func:`batch_seconds` (ties keep their order).
+                  cache: dict[str, float] | None = None, resumed: Collection[str] = ()) -> list[RunSpec]:
+    """``specs`` batch by batch, the longest batch first by :func:`batch_seconds` (ties keep their order); the
+    batches with a run in ``resumed`` (run ids that resume from a checkpoint) before all others.
 
     Executors start batches in this order: longest first keeps the last worker from training one long run alone
     while the others idle (a 1M-step IQN run costs ten DQN runs at the flagship's settings; ordered by env steps
-    alone they tie)."""
-    ranked = sorted(batch_seconds(specs, recorded, cache), key=lambda item: -item[1])
+    alone they tie). Resumed runs go first because their checkpoints are voided by any change to the training code
+    or libraries, and are committed with a store that spans sittings: finished first, fewer wait."""
+    ranked = sorted(batch_seconds(specs, recorded, cache),
+                    key=lambda item: (not any(s.run_id in resumed for s in item[0]), -item[1]))
     return [spec for batch, _ in ranked for spec in batch]
 
 
@@ -619,7 +622,9 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         status = store.statuses()
         rates = recorded_rates(cost_sources(store_path), own=store_path) if recorded is None else recorded
         cache = _read_throughput()
-        todo = longest_first([s for s in selected if status.get(s.run_id) != "done"], rates, cache)
+        todo = [s for s in selected if status.get(s.run_id) != "done"]
+        trained = resume_points({s.run_id: s for s in todo}, getattr(executor, "checkpoints", None))
+        todo = longest_first(todo, rates, cache, resumed=trained)
         summary.total = len(selected)
         summary.skipped = len(selected) - len(todo)
         if summary.skipped:
@@ -629,7 +634,6 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             from rlaudit.run.executors import default_workers
 
             workers = getattr(executor, "workers", None) or default_workers()
-            trained = resume_points({s.run_id: s for s in todo}, getattr(executor, "checkpoints", None))
             est = estimate(todo, workers, rates, cache, trained)
             console.print(f"training {len(todo)} of {len(selected)} runs, {sum(s.total_steps for s in todo):,} env "
                           f"steps{resumed_text(trained)}; estimate about {format_duration(est.seconds)} with "
