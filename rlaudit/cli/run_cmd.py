@@ -75,17 +75,17 @@ def _cpu_hours(seconds: float) -> str:
 
 def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded: dict) -> None:
     """How far an existing store is through the plan, and what finishing it costs."""
-    from rlaudit.run.checkpoint import checkpoint_dir, saved_checkpoints
-    from rlaudit.run.driver import estimate, format_duration, resumed_text
+    from rlaudit.run.checkpoint import Checkpoints, checkpoint_dir
+    from rlaudit.run.driver import estimate, format_duration, resume_points, resumed_text
     from rlaudit.store import done_run_ids
 
     done = done_run_ids(store_path)
     left = [s for s in plan_.runs if s.run_id not in done]
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
-    ids = {s.run_id for s in left}  # priced from their checkpoints as a plain 'rlaudit run' resumes them
-    saved = {r: point for r, point in saved_checkpoints(checkpoint_dir(store_path)).items() if r in ids}
-    trained = {r: steps for r, (steps, here) in saved.items() if here}
+    specs = {s.run_id: s for s in left}  # priced from their checkpoints as a plain 'rlaudit run' resumes them
+    trained = resume_points(specs, Checkpoints(checkpoint_dir(store_path)))
+    saved = resume_points(specs, Checkpoints(checkpoint_dir(store_path), portable=True))
     elsewhere = len(saved) - len(trained)
     rest = ""
     if left and (n_done or saved):
