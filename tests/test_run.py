@@ -601,9 +601,27 @@ def test_reference_scores_script_prints_a_normalization_table_the_audit_accepts(
         best = frame[frame["task"] == task].pivot_table(index="algorithm", values="score", aggfunc="mean").max()
         assert norm.reference_for(task)[1] == pytest.approx(round(float(best.iloc[0]), 3))
     assert -500 <= norm.reference_for("Acrobot-v1")[0] < -400  # a random policy rarely swings up
+    assert norm.low_is_random
+
+    # --seeds: the high ends from those seeds' runs alone (a sweep recorded seed by seed fixes its scale early)
+    out = subprocess.run(script + ["--episodes", "3", "--store", str(store), "--seeds", "0,2-3"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seeded = parse_normalization(tomllib.loads(out.stdout)["normalization"], "printed")
+    assert "at 40000 env steps in this sweep's runs of seed(s) 0, 2, 3 (" in seeded.source \
+        and seeded.source.endswith("--seeds 0,2-3)")
+    few = frame[frame["run"].isin(["0", "2", "3"])]
+    for task in ("CartPole-v1", "Acrobot-v1"):
+        best = few[few["task"] == task].groupby("algorithm")["score"].mean().max()
+        assert seeded.reference_for(task) == (norm.reference_for(task)[0], pytest.approx(round(float(best), 3)))
+    assert seeded.reference_for("Acrobot-v1") != norm.reference_for("Acrobot-v1")  # fewer runs, another mean
     for bad, says in ((["--episodes", "0"], "--episodes: must be at least 1"),
                       (["--episodes", "abc"], "argument --episodes: invalid int value: 'abc'"),
-                      (["--store", str(tmp_path / "none.sqlite")], "none.sqlite")):
+                      (["--store", str(tmp_path / "none.sqlite")], "none.sqlite"),
+                      (["--seeds", "0"], "--seeds: only with --store"),
+                      (["--store", str(store), "--seeds", "x"], "--seeds: 'x' is not a seed"),
+                      (["--store", str(store), "--seeds", "40"],
+                       "no finished run of seed(s) 40 at budget 40000 for task(s) Acrobot-v1, CartPole-v1")):
         out = subprocess.run(script + bad, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert out.returncode == 2 and out.stdout == "" and says in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

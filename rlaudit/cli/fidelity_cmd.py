@@ -7,7 +7,8 @@ import click
 from rlaudit.errors import InputError
 
 
-def _seeds(text: str | None) -> list[str] | None:
+def parse_seed_list(text: str | None) -> list[str] | None:
+    """``--seeds`` as written (``0-9``, ``0,1,2``, ``0-4,7``) to seed strings; ``None`` when not given."""
     if not text:
         return None
     out = []
@@ -110,7 +111,7 @@ def fidelity(algorithm, against, protocol_path, store, reference_store, budget, 
     if not 0 < alpha < 1:
         raise InputError(f"--alpha: must be in (0, 1), got {alpha}")
     fr = plan_fidelity(protocol_path, algorithm, against, store=store, reference_store=reference_store,
-                       budget=budget, seeds=_seeds(seeds))
+                       budget=budget, seeds=parse_seed_list(seeds))
     if record and fr.reference.name == "self":
         raise InputError("--record: the 'self' reference checks the harness; it is no fidelity status")
     click.echo(f"{fr.label}: built-in runs -> {fr.store}; {fr.reference.title} ({fr.reference_version}) -> "
