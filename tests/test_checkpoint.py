@@ -465,6 +465,48 @@ def test_the_checkpoint_bench_prints_its_line(capsys):
                                        f"'MinAtar/Seaquest-v1'\n")
 
 
+def test_the_subnormal_bench_counts_them_in_a_checkpoint_and_names_a_bad_file(tmp_path, capsys):
+    """bench/bench_subnormals.py (the cause of the flagship's Freeway cost, in its protocol's header) reads a run's
+    checkpoint: it counts the subnormal values Adam's moments hold (three planted among normal ones here), and
+    times the update both ways; a file that is not a checkpoint, or none, is one line and exit 2."""
+    import importlib
+    import pickle
+    import zlib
+
+    import cloudpickle
+
+    spec = spec_for("QRDQN")
+    checkpoints = Checkpoints(tmp_path / "ck", every=0)
+    kill_at(spec, 600, checkpoints)
+    data = pickle.loads(zlib.decompress(checkpoints.path(spec).read_bytes()))
+    moments = next(iter(data["state"]["agent"].model.policy.optimizer.state.values()))
+    moments["exp_avg_sq"].fill_(1.0)
+    moments["exp_avg_sq"].view(-1)[:3] = 1e-40
+    planted = tmp_path / "planted.ckpt"
+    planted.write_bytes(zlib.compress(cloudpickle.dumps(data)))  # as checkpoints are written (local functions)
+    shape, size = tuple(moments["exp_avg_sq"].shape), moments["exp_avg_sq"].numel()
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        bench = importlib.import_module("bench_subnormals")
+    finally:
+        sys.path.pop(0)
+    assert bench.main([str(planted), "--updates", "5", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    steps = data["state"]["env_steps"]
+    assert out.startswith(f"planted.ckpt: QRDQN at {steps} env steps\n  parameters: 0 subnormal\n"), out
+    assert f"  Adam exp_avg_sq of {shape}: 3 of {size:,} subnormal ({3 / size:.0%})\n" in out
+    assert re.search(r"  update: [\d.]+ ms kept, [\d.]+ ms flushed to zero \(median of 1 x 5 updates, CPU "
+                     r"time\); ratio [\d.]+\n$", out), out
+    (tmp_path / "x.ckpt").write_text("not a checkpoint")
+    for path, says in ((tmp_path / "x.ckpt", "not a readable SB3 run checkpoint"),
+                       (tmp_path / "none.ckpt", "no such checkpoint file")):
+        assert bench.main([str(path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith(f"error: {path}: {says}")
+        assert captured.err.count("\n") == 1
+
+
 TWO_SEEDS_1M = """
 schema_version = 1
 name = "t"
