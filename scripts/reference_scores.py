@@ -100,8 +100,8 @@ def main(argv: list[str]) -> int:
         return 0
     if best:
         winners = ", ".join(f"{t.split('/')[-1]}: {a}" for t, (a, _) in best.items())
-        runs = f"this sweep's runs of seed(s) {', '.join(seeds)}" if seeds is not None else "this sweep"
-        high = (f"the best algorithm's mean score at {top} env steps in {runs} ({winners}), derived from the "
+        among = f"this sweep's runs of seed(s) {', '.join(seeds)}" if seeds is not None else "this sweep"
+        high = (f"the best algorithm's mean score at {top} env steps in {among} ({winners}), derived from the "
                 f"data it normalises")
     else:
         high = "HIGH"
