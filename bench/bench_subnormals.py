@@ -33,12 +33,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _subnormal(t) -> tuple[int, int]:
-    """(subnormal count, size) of a tensor."""
+class BadCheckpoint(Exception):
+    """A file that is not a checkpoint this bench can probe."""
+
+
+def _subnormals(t):
+    """Boolean mask of a tensor's subnormal values (non-zero, below its dtype's smallest normal number)."""
     import torch
 
     t = t.detach()
-    return int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)).sum()), t.numel()
+    return (t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)
 
 
 def _update_ms(model, flush: bool, updates: int) -> float:
@@ -65,12 +69,11 @@ def probe(path: Path, updates: int, repeats: int) -> None:
         model = state["agent"].model
         model.policy.optimizer  # noqa: B018 - an SB3 model with an optimiser, or not a checkpoint we can probe
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one bad input
-        raise SystemExit(f"error: {path}: not a readable SB3 run checkpoint ({type(exc).__name__}: {exc})") from None
+        raise BadCheckpoint(f"{path}: not a readable SB3 run checkpoint ({type(exc).__name__}: {exc})") from None
     print(f"{path.name}: {type(model).__name__} at {state['env_steps']:,} env steps")
-    n_sub = sum(_subnormal(p)[0] for p in model.policy.parameters())
+    n_sub = sum(int(_subnormals(p).sum()) for p in model.policy.parameters())
     print(f"  parameters: {n_sub:,} subnormal")
-    frames = model.replay_buffer.observations[: model.replay_buffer.size() if hasattr(model.replay_buffer, "size")
-                                              else None]
+    frames = model.replay_buffer.observations[: model.replay_buffer.size()]
     frames = np.asarray(frames[:: max(1, len(frames) // 2000), 0][:2000])
     net = getattr(model.policy, "quantile_net", None) or getattr(model.policy, "q_net", None)
     dead = None
@@ -84,14 +87,13 @@ def probe(path: Path, updates: int, repeats: int) -> None:
         for key in ("exp_avg", "exp_avg_sq"):
             if key not in moments:
                 continue
-            n, size = _subnormal(moments[key])
+            mask = _subnormals(moments[key])
+            n, size = int(mask.sum()), mask.numel()
             if not n:
                 continue
             where = ""
-            if dead is not None and dead.any() and moments[key].ndim == 2 and moments[key].shape[1] == dead.numel():
-                t = moments[key]
-                on_dead = int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny))[:, dead].sum())
-                where = f"; {on_dead / n:.0%} of them on those features"
+            if dead is not None and dead.any() and mask.ndim == 2 and mask.shape[1] == dead.numel():
+                where = f"; {int(mask[:, dead].sum()) / n:.0%} of them on those features"
             print(f"  Adam {key} of {tuple(param.shape)}: {n:,} of {size:,} subnormal ({n / size:.0%}){where}")
     torch.set_num_threads(1)
     kept, flushed = [], []
@@ -124,8 +126,8 @@ def main(argv: list[str]) -> int:
     try:
         for path in paths:
             probe(path, args.updates, args.repeats)
-    except SystemExit as exc:
-        print(exc, file=sys.stderr)
+    except BadCheckpoint as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
 
