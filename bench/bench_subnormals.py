@@ -3,12 +3,12 @@
 Loads a run's checkpoint (``rlaudit run`` writes one every 10 minutes of a run: ``<store>.checkpoints/*.ckpt``),
 counts the subnormal values (non-zero, below float32's smallest normal 1.18e-38) in the network's parameters
 and in Adam's first and second moments, the features that are zero on every replayed frame sampled, and the
-share of the head's subnormal second moments that sit on those features; then times the agent's update
+share of each moment's subnormal values that sit on those features; then times the agent's update
 (``train(gradient_steps=N)`` on copies of the agent, CPU time, one thread) with subnormals kept, as training
 does, and flushed to zero (``torch.set_flush_denormal(True)``), alternating, and prints the ratio.
 
-Why: the flagship's C51 and QR-DQN runs on MinAtar Freeway cost twice their other games' CPU time and slow as
-they train. Many of the 1,600 features are never non-zero on Freeway's frames, so the gradient of the head's
+Why: the flagship's C51 and QR-DQN runs on MinAtar Freeway cost more CPU time than their other games' (1.3-2x)
+and slow as they train. Many of the 1,600 features are never non-zero on Freeway's frames, so the gradient of the head's
 weights on them is exactly 0 and Adam's moments decay into the subnormal range, where every arithmetic
 operation on them takes the CPU's slow path. A 306-row distributional head (6 actions x 51 atoms) has 51x
 more such weights than DQN's. Flushing them would change the numbers of every later step, so recorded sweeps
@@ -22,7 +22,6 @@ Exit status 0 with a note when there is no checkpoint to probe; 2 on a file that
 
 from __future__ import annotations
 
-import argparse
 import copy
 import pickle
 import sys
@@ -106,7 +105,10 @@ def probe(path: Path, updates: int, repeats: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sys.path.insert(0, str(REPO))
+    from rlaudit.errors import OneLineArgumentParser
+
+    ap = OneLineArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkpoints", nargs="*", help="checkpoint files (default: sweeps/*/store.sqlite.checkpoints/)")
     ap.add_argument("--updates", type=int, default=200, help="updates timed per measurement (default 200)")
     ap.add_argument("--repeats", type=int, default=3, help="alternating measurements of each (default 3)")

@@ -505,6 +505,10 @@ def test_the_subnormal_bench_counts_them_in_a_checkpoint_and_names_a_bad_file(tm
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.startswith(f"error: {path}: {says}")
         assert captured.err.count("\n") == 1
+    with pytest.raises(SystemExit) as exit_:  # argparse's own errors, one line too
+        bench.main([str(planted), "--updates", "abc"])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 2 and captured.err == "error: argument --updates: invalid int value: 'abc'\n"
 
 
 TWO_SEEDS_1M = """
