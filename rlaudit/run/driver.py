@@ -395,9 +395,10 @@ class Driver:
     """The :class:`~rlaudit.run.executors.EventSink`: writes the store, updates progress, keeps the summary."""
 
     def __init__(self, store, specs: Sequence[RunSpec], console: Console, summary: Summary, checkpoints=None,
-                 step_cost: Mapping[str, float] | None = None):
+                 step_cost: Mapping[str, float] | None = None, resume_from: Mapping[str, int] | None = None):
         """``step_cost``: run id -> its relative cost per env step (:func:`step_costs`), which weighs the ETA and
-        the overall progress bar; every step costs the same without it."""
+        the overall progress bar; every step costs the same without it. ``resume_from``: the runs'
+        :func:`resume_points` where the caller has read them already; read from ``checkpoints`` without it."""
         self.store = store
         self.specs = {s.run_id: s for s in specs}
         self.console = console
@@ -409,7 +410,8 @@ class Driver:
         self.work_done = 0.0  # the same, each step weighed by its run's cost
         self.work_trained = 0.0  # of that, what this driver trained (a resumed run's checkpoint aside)
         self.checkpoints = checkpoints
-        self.resume_from = resume_points(self.specs, checkpoints)
+        self.resume_from = (dict(resume_from) if resume_from is not None
+                            else resume_points(self.specs, checkpoints))
         self._unconfirmed = set(self.resume_from)  # resumed or restarted: known at the run's first report
         self._ended: set[str] = set()
         self._progress: Progress | None = None
@@ -640,7 +642,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
                           f"{min(workers, len(todo))} worker(s) (steps/s: {est.source})", highlight=False,
                           markup=False, soft_wrap=True)
         driver = Driver(store, todo, console, summary, getattr(executor, "checkpoints", None),
-                        step_costs(todo, rates, cache))
+                        step_costs(todo, rates, cache), resume_from=trained)
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         try:
             if threading.current_thread() is threading.main_thread():
