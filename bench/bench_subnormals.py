@@ -7,12 +7,12 @@ share of each moment's subnormal values that sit on those features; then times t
 (``train(gradient_steps=N)`` on copies of the agent, CPU time, one thread) with subnormals kept, as training
 does, and flushed to zero (``torch.set_flush_denormal(True)``), alternating, and prints the ratio.
 
-Why: the flagship's C51 and QR-DQN runs on MinAtar Freeway cost more CPU time than their other games' (1.3-2x)
-and slow as they train. Many of the 1,600 features are never non-zero on Freeway's frames, so the gradient of the head's
-weights on them is exactly 0 and Adam's moments decay into the subnormal range, where every arithmetic
-operation on them takes the CPU's slow path. A 306-row distributional head (6 actions x 51 atoms) has 51x
-more such weights than DQN's. Flushing them would change the numbers of every later step, so recorded sweeps
-keep them (protocols/dqn-family-minatar.toml, RECORDING).
+Why: the flagship's C51 and QR-DQN runs on MinAtar Freeway cost more CPU time than their other games'
+(1.3-2x) and slow as they train. Many of the 1,600 features are never non-zero on Freeway's frames, so the
+gradient of the head's weights on them is exactly 0 and Adam's moments decay into the subnormal range, where
+every arithmetic operation on them takes the CPU's slow path. A 306-row distributional head (6 actions x 51
+atoms) has 51x more such weights than DQN's. Flushing them would change the numbers of every later step, so
+recorded sweeps keep them (protocols/dqn-family-minatar.toml, RECORDING).
 
     python bench/bench_subnormals.py                     # every checkpoint committed with the sweeps
     python bench/bench_subnormals.py PATH.ckpt --updates 200 --repeats 2
