@@ -331,10 +331,13 @@ def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed
 
 
 def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, effect_sd: float = 0.15,
-                      cap: int = 200) -> str:
-    """Achieved power of following ``runs_needed`` at the true effect (``min_effect``), one budget."""
+                      cap: int = 200, tests: int = 1, n_stars: list | None = None) -> str:
+    """Achieved power of following ``runs_needed`` at the true effect (``min_effect``), one budget; ``tests``
+    stands for the audit's family size: the one ordering is decided at the Bonferroni level ``alpha / tests``
+    (the level ``runs_needed`` plans for; max-T is never stricter)."""
     bench = Benchmark.make(n_tasks)
-    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, reps=reps)
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, reps=reps,
+                             alpha=0.05 / tests)
     shift = effect_sd * bench.sd()
     true_gap = bench.population_iqm(1.0, shift) - bench.population_iqm(1.0)
     rng = np.random.default_rng([n_tasks, n_runs, 2])
@@ -345,9 +348,12 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
         row = fam.orderings[(1, "A", "B")]
         if row["decision"] != "inconclusive":
             continue
-        n_star, capped = runs_needed(true_gap, row["diff_se"], n_runs, settings.alpha, 1, settings.power, cap)
+        n_star, capped = runs_needed(true_gap, row["diff_se"], n_runs, settings.alpha, 1, settings.power, cap,
+                                     row["df"])  # as the audit estimates it (pairwise_details)
         if capped:
             continue
+        if n_stars is not None:
+            n_stars.append(n_star)
         a = bench.draw(rng, n_star, (1.0,), [shift])
         _, fam = audit(a, bench.draw(rng, n_star, (1.0,)), settings.replace(seed=10_000 + sim), reps, budgets=(1,))
         followed += 1
@@ -365,6 +371,12 @@ def main() -> None:
     ap.add_argument("--correction", default="maxt")
     ap.add_argument("--rn-sims", type=int, default=None, help="studies for the runs-needed power (default sims / 2)")
     ap.add_argument("--quick", action="store_true", help="100 audits per cell")
+    ap.add_argument("--rn-only", action="store_true",
+                    help="only the runs-needed power, at --rn-effect and --rn-tests (e.g. the flagship's design: "
+                         "--tasks 5 --runs 2,3 --rn-effect 1 --rn-tests 70)")
+    ap.add_argument("--rn-effect", type=float, default=0.15, help="runs-needed power: A's lead in between-run SD")
+    ap.add_argument("--rn-tests", type=int, default=1,
+                    help="runs-needed power: the family size the one ordering stands for (Bonferroni level)")
     ap.add_argument("--shapes", default=None,
                     help=f"comma list of {', '.join(SHAPES)}: the data-shape table instead (3 identical algorithms "
                          "under the null, nested budgets with rho 0.7; null FWER, IQM coverage, crossing power)")
@@ -410,6 +422,22 @@ def main() -> None:
         shape_table(args, sims)
         return
     rn_sims = args.rn_sims or max(sims // 2, 20)
+    if args.rn_only:
+        print(f"runs-needed power: {rn_sims} studies per cell, {args.reps} replicates (at least 20 m / alpha), "
+              f"A ahead by {args.rn_effect:g} between-run SD, one ordering decided at 0.05 / {args.rn_tests}; "
+              "rate in % with its 95% Clopper-Pearson interval, of the studies that were undecided and followed")
+        for method in args.methods.split(","):
+            for n_tasks in (int(x) for x in args.tasks.split(",")):
+                for n_runs in (int(x) for x in args.runs.split(",")):
+                    t0 = time.perf_counter()
+                    n_stars = []
+                    rn = runs_needed_power(method, n_tasks, n_runs, rn_sims, args.reps, args.rn_effect,
+                                           tests=args.rn_tests, n_stars=n_stars)
+                    spread = (f"n* median {np.median(n_stars):g} (range {min(n_stars)}-{max(n_stars)})"
+                              if n_stars else "")
+                    took = time.perf_counter() - t0
+                    print(f"{method:10} {n_tasks:5d} {n_runs:3d}  {rn:>26}  {spread}  {took:5.0f} s", flush=True)
+        return
     print(f"calibration: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
           f"alpha 0.05, 3 nested budgets (rho {RHO}), 2 algorithms; rates in % with 95% Clopper-Pearson intervals")
     print(f"{'method':10} {'tasks':>5} {'N':>3}  {'cover (93-97)':>19}  {'fwer (<=5)':>19}  {'change size (<=5)':>19}  "

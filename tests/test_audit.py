@@ -353,6 +353,51 @@ def test_runs_needed_against_simulation():
     assert 38 <= decided <= 58, f"decided {decided}/{sims} at n* = {n_star} (target power 0.8)"
 
 
+def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
+    """With the expanded scheme's degrees of freedom the estimate is the smallest n meeting the t inequality at
+    nu * (n - 1) / (n_runs - 1); it is never below the normal one and tends to it as nu grows."""
+    d, se, n0, alpha, m = 0.5, 0.2, 2, 0.05, 70
+    normal, _ = runs_needed(d, se, n0, alpha, m)
+    t_based, capped = runs_needed(d, se, n0, alpha, m, df=4.0)
+
+    def meets(n: int) -> bool:
+        nu = 4.0 * (n - 1) / (n0 - 1)
+        q = scipy.stats.t.isf(alpha / (2 * m), nu) + scipy.stats.t.ppf(0.8, nu)
+        return n >= n0 * (q * se / d) ** 2
+
+    assert not capped and t_based > normal
+    assert meets(t_based) and not meets(t_based - 1)
+    assert runs_needed(d, se, n0, alpha, m, df=1e9) == (normal, False)
+    assert runs_needed(d, se, n0, alpha, m, df=math.inf) == (normal, False)
+    assert runs_needed(d, se, 1, alpha, m, df=4.0) == runs_needed(d, se, 1, alpha, m)  # one run: no t reading
+    assert runs_needed(d, 100 * se, n0, alpha, m, df=4.0) == (1_000, True)
+
+
+def test_runs_needed_at_few_runs_and_many_tests_against_simulation():
+    """The flagship's design: 5 tasks, 2 runs per task, a strict (Bonferroni over 70 tests) level. Following the
+    estimate at the true effect decides with probability close to the stated 0.8; the normal quantiles
+    promised the same and decided about half the time (docs/audit.md, Runs needed)."""
+    n_tasks, n_pilot, delta, tests = 5, 2, 1.0, 70
+    settings = AuditSettings(metric="iqm", metrics=("iqm",), alpha=0.05 / tests, reps=30_000, reps_pairwise=100,
+                             min_effect=delta)
+
+    def study(rng: np.random.Generator, n: int, seed: int) -> dict:
+        cells = {(a, f"t{t}", 1): rng.normal(mu, 1.0, n) for t in range(n_tasks) for a, mu in (("A", delta), ("B", 0))}
+        return run_audit(table_from(cells), settings.replace(seed=seed)).ordering(1, "A", "B")
+
+    rng = np.random.default_rng(7)
+    followed = decided = 0
+    for s in range(80):
+        pilot = study(rng, n_pilot, s)
+        if pilot["decision"] != "inconclusive" or pilot["runs_needed_capped"]:
+            continue
+        followed += 1
+        decided += study(rng, pilot["runs_needed"], 1_000 + s)["decision"] == "a>b"
+    # Power 0.8 of ~80 studies: 3 binomial sd is 0.13; the normal quantiles decided 0.6 of these (0.52 in the bench).
+    assert followed >= 70, followed
+    assert 0.67 <= decided / followed <= 0.93, f"decided {decided}/{followed} following n* (target power 0.8)"
+
+
 # ----------------------------------------------------------------------------------------- claims
 
 def test_overall_verdict_wording():

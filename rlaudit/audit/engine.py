@@ -435,7 +435,7 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
                "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i])}
         if kind == "order":
             orderings[(b, a1, a2)] = {"budget": b, **row, "decision": decision_label(bool(fam.decided[i]), lo, hi, hib),
-                                      "direction": point_decision(point, hib)}
+                                      "direction": point_decision(point, hib), "df": dfs[i]}
         else:
             changes.append({"budget_low": b, "budget_high": last, **row,
                             "decision": "changed" if fam.decided[i] else "inconclusive"})
@@ -463,7 +463,8 @@ def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, pr
         needed, capped, fewest, most = None, False, None, None
         if row["decision"] == "inconclusive":
             n_runs = max(int(max(len(t) for t in x)), int(max(len(t) for t in y)))
-            args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap)
+            args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap,
+                    row["df"])  # the t reading's degrees of freedom (inf unless the scheme is expanded)
             effect = settings.min_effect if settings.min_effect is not None else row["diff_point"]
             needed, capped = runs_needed(effect, *args)
             fewest, most = runs_needed_range(row["diff_lo"], row["diff_hi"], *args)
@@ -597,7 +598,7 @@ def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str]
                                                          all(sel.paired.values())),
         "n_tests": m,
         "runs_needed_method": method_description(settings.alpha, m, settings.power, settings.runs_needed_cap,
-                                                 settings.min_effect),
+                                                 settings.min_effect, t_reading=settings.scheme == "expanded"),
         "runs_needed_cap": settings.runs_needed_cap, "power": settings.power, "min_effect": settings.min_effect,
         "small_sample": settings.scheme == "expanded",
         "budgets_requested": list(settings.budgets) if settings.budgets else None,

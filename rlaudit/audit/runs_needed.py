@@ -1,21 +1,27 @@
 """How many runs per task would decide an inconclusive ordering.
 
-Method (normal approximation on the bootstrap standard error). Under the stratified bootstrap the
+Method (the bootstrap standard error scaled as ``1 / sqrt(n)``). Under the stratified bootstrap the
 standard error of ``metric(A) - metric(B)`` shrinks as ``1 / sqrt(n)`` when every task's run count is
 multiplied by the same factor. The standard error ``se`` is that of the audit's bootstrap scheme (the
 expanded bootstrap by default, whose variance is not biased low at few runs; the plain percentile
 bootstrap's ``se`` is ``sqrt((n - 1) / n)`` too small and its estimate too optimistic). With an effect
-``d``, the two-sided critical value ``z = Phi^-1(1 - alpha / (2 m))`` of the Bonferroni level over the
+``d``, the two-sided critical value ``q = Phi^-1(1 - alpha / (2 m))`` of the Bonferroni level over the
 audit's ``m`` tests (the strictest level any test meets under Holm or max-T, so the estimate is enough
-under each correction) and ``z_power = Phi^-1(power)``::
+under each correction) and ``q_power = Phi^-1(power)``::
 
-    n* = ceil(n * ((z + z_power) * se / |d|) ** 2)
+    n* = ceil(n * ((q + q_power) * se / |d|) ** 2)
 
 is the number of runs per task at which, if the true difference were ``d``, the study would decide the
-pair with probability ``power``. ``d`` is ``--min-effect`` when given, else the observed difference; the
-*range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0 gives the fewest
-runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ, ``n`` is the
-largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
+pair with probability ``power``. The expanded scheme reads its decisions on Student's t with the
+statistic's effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does
+the estimate there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's
+variance contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``n*`` is the
+smallest run count that meets the inequality. With few runs and many tests the normal quantiles
+promised 80 % and gave about 50 % (5 tasks x 2 runs, 70 tests, ``bench/bench_audit_calibration.py
+--rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect`` when given, else the observed
+difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0
+gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ,
+``n`` is the largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
 conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``.
 The power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
 """
@@ -24,21 +30,31 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 
-def method_description(alpha: float, m: int, power: float, cap: int, min_effect: float | None = None) -> str:
-    """One sentence describing the estimate, written to ``audit.json`` (``settings.runs_needed_method``)."""
+def method_description(alpha: float, m: int, power: float, cap: int, min_effect: float | None = None,
+                       t_reading: bool = False) -> str:
+    """One sentence describing the estimate, written to ``audit.json`` (``settings.runs_needed_method``);
+    ``t_reading``: the quantiles are Student's t (the expanded scheme)."""
     effect = f"|diff| = the smallest effect of interest {min_effect:g}" if min_effect else "|diff| = the observed difference"
-    return (f"normal approximation with the bootstrap standard error scaled as 1/sqrt(n): "
-            f"n* = ceil(n * ((z + z_power) * se / |diff|)^2) with z = Phi^-1(1 - {alpha:g}/(2*{m})) "
-            f"(Bonferroni level over the {m} tests) and z_power = Phi^-1({power:g}); {effect}; range: n* at the "
-            f"two ends of the ordering's interval; n = current runs per task (largest of the pair); estimates "
-            f"above {cap} or at a zero effect are reported as > {cap}")
+    if t_reading:
+        quantiles = (f"q = the upper {alpha:g}/(2*{m}) quantile (Bonferroni level over the {m} tests) and q_power = "
+                     f"the {power:g} quantile, both of Student's t with the pair's effective degrees of freedom nu "
+                     "scaled to n' runs (nu * (n' - 1) / (n - 1): the expanded scheme reads its decisions on t); n* = "
+                     "the smallest n' > n that meets it")
+    else:
+        quantiles = (f"q = Phi^-1(1 - {alpha:g}/(2*{m})) (Bonferroni level over the {m} tests) and "
+                     f"q_power = Phi^-1({power:g}); n* = the smallest n' > n that meets it")
+    return (f"the bootstrap standard error scaled as 1/sqrt(n): n' >= n * ((q + q_power) * se / |diff|)^2 with "
+            f"{quantiles}; {effect}; range: n* at the two ends of the ordering's interval; n = current runs per "
+            f"task (largest of the pair); estimates above {cap} or at a zero effect are reported as > {cap}")
 
 
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                cap: int = 1_000) -> tuple[int, bool]:
+                cap: int = 1_000, df: float = math.inf) -> tuple[int, bool]:
     """Runs per task that would decide the pair if the true effect were ``diff_point``.
 
     Args:
@@ -49,6 +65,8 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         m: number of tests in the family.
         power: probability of deciding at the returned run count if the true difference is ``diff_point``.
         cap: largest value reported as a number.
+        df: effective degrees of freedom of the difference at ``n_runs`` when decisions are read on Student's
+            t (the expanded scheme); ``inf``: normal quantiles.
 
     Returns:
         ``(n_star, capped)``; when ``capped`` is true, ``n_star == cap`` and the estimate is "> cap".
@@ -56,8 +74,17 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
     """
     if not (se > 0) or diff_point == 0 or not math.isfinite(diff_point):
         return cap, True
+    ratio = se / abs(diff_point)
+    if math.isfinite(df) and df > 0 and n_runs >= 2:
+        n = np.arange(n_runs + 1, cap + 1)
+        if n.size == 0:
+            return cap, True
+        nu = df * (n - 1) / (n_runs - 1)
+        q = student_t.isf(alpha / (2.0 * m), nu) + student_t.ppf(power, nu)
+        meets = n >= n_runs * (q * ratio) ** 2
+        return (int(n[np.argmax(meets)]), False) if meets.any() else (cap, True)
     z = norm.ppf(1.0 - alpha / (2.0 * m)) + norm.ppf(power)
-    n_float = n_runs * (z * se / abs(diff_point)) ** 2
+    n_float = n_runs * (z * ratio) ** 2
     if not math.isfinite(n_float) or n_float > cap:
         return cap, True
     n_star = max(math.ceil(n_float), n_runs + 1)
@@ -67,12 +94,12 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
 
 
 def runs_needed_range(lo: float, hi: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                      cap: int = 1_000) -> tuple[int, int | None]:
+                      cap: int = 1_000, df: float = math.inf) -> tuple[int, int | None]:
     """``n*`` over an effect's interval ``[lo, hi]``: ``(fewest, most)``; ``most`` is ``None`` ("> cap")
     when the interval contains 0 or its near end needs more than ``cap``."""
     far, near = max(abs(lo), abs(hi)), min(abs(lo), abs(hi))
-    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap)
+    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df)
     if lo <= 0 <= hi:
         return fewest, None
-    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap)
+    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df)
     return fewest, None if capped else most
