@@ -26,6 +26,10 @@ Binomial 95 % intervals (Clopper-Pearson) are printed next to each rate.
 
     PYTHONPATH=. .venv/bin/python bench/bench_audit_calibration.py --sims 1000      # the table of docs/audit.md
     PYTHONPATH=. .venv/bin/python bench/bench_audit_calibration.py --quick         # 100 audits per cell
+
+``--rn-only`` measures the runs-needed power alone, at a chosen lead (``--rn-effect``), family size
+(``--rn-tests``) and data shapes (``--rn-shapes``): the small designs of docs/audit.md, "Runs needed at few runs
+and many tests" (``bench/results/runs_needed_power.txt``).
 """
 
 from __future__ import annotations
@@ -331,11 +335,12 @@ def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed
 
 
 def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, effect_sd: float = 0.15,
-                      cap: int = 200, tests: int = 1, n_stars: list | None = None) -> str:
+                      cap: int = 200, tests: int = 1, n_stars: list | None = None, shape: str | None = None) -> str:
     """Achieved power of following ``runs_needed`` at the true effect (``min_effect``), one budget; ``tests``
     stands for the audit's family size: the one ordering is decided at the Bonferroni level ``alpha / tests``
-    (the level ``runs_needed`` plans for; max-T is never stricter)."""
-    bench = Benchmark.make(n_tasks)
+    (the level ``runs_needed`` plans for; max-T is never stricter); ``shape``: a :class:`ShapeBenchmark` shape
+    instead of :class:`Benchmark`."""
+    bench = Benchmark.make(n_tasks) if shape is None else ShapeBenchmark.make(shape, n_tasks)
     settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method=method, reps=reps,
                              alpha=0.05 / tests)
     shift = effect_sd * bench.sd()
@@ -377,6 +382,9 @@ def main() -> None:
     ap.add_argument("--rn-effect", type=float, default=0.15, help="runs-needed power: A's lead in between-run SD")
     ap.add_argument("--rn-tests", type=int, default=1,
                     help="runs-needed power: the family size the one ordering stands for (Bonferroni level)")
+    ap.add_argument("--rn-shapes", default=None,
+                    help=f"runs-needed power on these data shapes (comma list of {', '.join(SHAPES)}) instead of the "
+                         "calibration benchmark")
     ap.add_argument("--shapes", default=None,
                     help=f"comma list of {', '.join(SHAPES)}: the data-shape table instead (3 identical algorithms "
                          "under the null, nested budgets with rho 0.7; null FWER, IQM coverage, crossing power)")
@@ -408,6 +416,10 @@ def main() -> None:
                          "bootstrap), bayesian (Rubin's Bayesian bootstrap: Dirichlet(1, ..., 1) weights on a "
                          "task's runs, scaled to its run count, in place of resample counts); measurement only")
     args = ap.parse_args()
+    for flag, value in (("--shapes", args.shapes), ("--rn-shapes", args.rn_shapes)):
+        unknown = [x for x in (value or "").split(",") if value and x not in SHAPES]
+        if unknown:
+            ap.error(f"{flag}: unknown shape {unknown[0]!r} (choose from {', '.join(SHAPES)})")
     sims = 100 if args.quick else args.sims
     if args.resampling == "bayesian":
         _bayesian_weights()
@@ -426,17 +438,19 @@ def main() -> None:
         print(f"runs-needed power: {rn_sims} studies per cell, {args.reps} replicates (at least 20 m / alpha), "
               f"A ahead by {args.rn_effect:g} between-run SD, one ordering decided at 0.05 / {args.rn_tests}; "
               "rate in % with its 95% Clopper-Pearson interval, of the studies that were undecided and followed")
-        for method in args.methods.split(","):
+        shapes = args.rn_shapes.split(",") if args.rn_shapes else [None]
+        for method, shape in ((m, sh) for m in args.methods.split(",") for sh in shapes):
             for n_tasks in (int(x) for x in args.tasks.split(",")):
                 for n_runs in (int(x) for x in args.runs.split(",")):
                     t0 = time.perf_counter()
                     n_stars = []
                     rn = runs_needed_power(method, n_tasks, n_runs, rn_sims, args.reps, args.rn_effect,
-                                           tests=args.rn_tests, n_stars=n_stars)
+                                           tests=args.rn_tests, n_stars=n_stars, shape=shape)
                     spread = (f"n* median {np.median(n_stars):g} (range {min(n_stars)}-{max(n_stars)})"
                               if n_stars else "")
                     took = time.perf_counter() - t0
-                    print(f"{method:10} {n_tasks:5d} {n_runs:3d}  {rn:>26}  {spread}  {took:5.0f} s", flush=True)
+                    print(f"{method:10} {shape or 'benchmark':>9} {n_tasks:5d} {n_runs:3d}  {rn:>26}  {spread}  "
+                          f"{took:5.0f} s", flush=True)
         return
     print(f"calibration: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
           f"alpha 0.05, 3 nested budgets (rho {RHO}), 2 algorithms; rates in % with 95% Clopper-Pearson intervals")
