@@ -197,6 +197,28 @@ def test_runs_needed_range_is_shown_only_where_it_says_more_than_one_more_run(do
     assert "for pairs showing \u2013: at most one run per task more than the pair has, with no upper end" in section
 
 
+def test_runs_needed_at_two_or_three_runs_per_task_are_read_as_lower_bounds(doc):
+    """At 2-3 runs per task the estimate was measured to fall short of its power (docs/audit.md): the section
+    and the verdict say so; at the frozen audit's 8 runs, and under the percentile scheme, they do not."""
+    assert "lower bounds" not in _md(doc)
+    undecided = next(o for o in doc["orderings"] if o["runs_needed"] is not None)
+    for d in doc["data"]["design"]:
+        d["n_runs"] = 2 if d["algorithm"] == undecided["a"] else 3
+    md = _md(doc)
+    assert "*With 2 runs per task on 5 tasks, read these as lower bounds: in simulation" in _runs_needed_section(md)
+    assert "runs per task); estimates (lower bounds at this run count) and their method in section 8." in md
+    assert "read these as lower bounds" in render_text(build_model(doc), "html", {})
+    doc["settings"]["interval_method"] = "percentile"
+    assert "lower bounds" not in _md(doc)
+    doc["settings"]["interval_method"] = "expanded"  # one run of an algorithm with every pair decided: not counted
+    for d in doc["data"]["design"]:
+        d["n_runs"] = 1 if d["algorithm"] == "C51" else 3
+    assert all("C51" not in (o["a"], o["b"]) for o in doc["orderings"] if o["runs_needed"] is not None)
+    assert "*With 3 runs per task on 5 tasks, read these as lower bounds" in _md(doc)
+    doc["data"]["tasks"] += [f"extra{i}" for i in range(6)]  # 11 tasks: measured to hold there, not said
+    assert "lower bounds" not in _md(doc)
+
+
 # ------------------------------------------------------------------------------ unbounded intervals in figures
 def _unbounded(doc: dict) -> tuple[dict, dict]:
     """The first IQM aggregate made unbounded above (as audit.json writes an infinite bound: null)."""

@@ -177,4 +177,5 @@ def _runs_to_decide(r) -> AnswerLine:
     shown = "; ".join(texts[:SHOWN]) + (f"; and {more} more pair(s)" if more > 0 else "")
     runs = sorted({int(d["n_runs"]) for d in r.audit["data"].get("design") or []})
     now = f" (now {runs[0]}{'–' + str(runs[-1]) if len(runs) > 1 else ''} runs per task)" if runs else ""
-    return AnswerLine(heading, f"{shown}{now}; estimates and their method in section 8.")
+    bounds = " (lower bounds at this run count)" if r.few_runs is not None else ""
+    return AnswerLine(heading, f"{shown}{now}; estimates{bounds} and their method in section 8.")
