@@ -354,7 +354,7 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
         if row["decision"] != "inconclusive":
             continue
         n_star, capped = runs_needed(true_gap, row["diff_se"], n_runs, settings.alpha, 1, settings.power, cap,
-                                     row["df"])  # as the audit estimates it (pairwise_details)
+                                     row["df"], reps)  # as the audit estimates it (pairwise_details)
         if capped:
             continue
         if n_stars is not None:

@@ -373,6 +373,53 @@ def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
     assert runs_needed(d, 100 * se, n0, alpha, m, df=4.0) == (1_000, True)
 
 
+def test_runs_needed_waits_until_the_replicates_can_reach_the_level():
+    """However large the gap, the bootstrap p-value is at least 1 / (reps + 1); read on t at few degrees of freedom
+    that floor can lie above the level, so the estimate is the first run count where it does not."""
+    d, se, n0, alpha, m, reps = 1.0, 0.01, 2, 0.05, 70, 50_000
+    z_max = scipy.stats.norm.isf(0.5 / (reps + 1))
+
+    def reachable(n: int, df: float) -> bool:
+        return scipy.stats.t.isf(alpha / (2 * m), df * (n - 1) / (n0 - 1)) <= z_max
+
+    assert runs_needed(d, se, n0, alpha, m, df=1.0) == (3, False)  # the power inequality alone
+    for df in (1.0, 2.5, 4.0):
+        n_star, capped = runs_needed(d, se, n0, alpha, m, df=df, reps=reps)
+        assert not capped and reachable(n_star, df) and (n_star == n0 + 1 or not reachable(n_star - 1, df)), df
+    assert runs_needed(d, se, n0, alpha, m, df=1.0, reps=reps) == (16, False)
+    assert runs_needed(d, se, n0, alpha, m, df=40.0, reps=reps) == runs_needed(d, se, n0, alpha, m, df=40.0)
+    assert runs_needed(d, se, n0, alpha, m, reps=reps) == runs_needed(d, se, n0, alpha, m)  # normal: no floor
+
+
+def test_undecidable_orderings_are_named_with_their_p_value_floor():
+    """5 tasks x 2 runs, a gap of 50 SD and 6 tests: no replicate crosses 0, so each p-value is exactly the
+    floor (1 / (reps + 1) read on t), above the level: the checklist says no gap could be decided, and the runs
+    needed reach a count where the floor is below the level. The percentile scheme has no such floor."""
+    rng = np.random.default_rng(3)
+    cells = {(a, f"t{t}", b): rng.normal(mu, 1.0, 2) for t in range(5) for b in (1, 2)
+             for a, mu in (("A", 50.0), ("B", 0.0), ("C", 0.0))}
+    settings = AuditSettings(metric="mean", metrics=("mean",), reps=20_000, reps_pairwise=100)
+    res = run_audit(table_from(cells), settings)
+    found = next(f for f in res.checklist if f["id"] == "undecidable")
+    clear = [o for o in res.orderings if o["a"] == "A" or o["b"] == "A"]
+    assert clear and all(o["decision"] == "inconclusive" for o in clear)
+    details = found["details"]
+    floors = [2 * scipy.stats.t.sf(scipy.stats.norm.isf(0.5 / 20_001), df) for df in details["df"]]
+    assert details["p_floor"] == pytest.approx(floors[::-1], rel=1e-9)  # fewer degrees of freedom, higher floor
+    assert details["p_floor"][0] > details["level"][1] and details["orderings"] == details["of"] == 6
+    p_values = sorted(o["p_value"] for o in clear)
+    assert p_values[0] == pytest.approx(details["p_floor"][0], rel=1e-9)
+    assert p_values[-1] == pytest.approx(details["p_floor"][1], rel=1e-9)
+    # The pair with the fewest degrees of freedom: the power inequality alone says 3 runs (a 50 SD gap); the
+    # floor at 3 runs would still be above the level.
+    worst = max(clear, key=lambda o: o["p_value"])
+    assert worst["runs_needed"] > 3
+    assert "could not be decided at any gap" in found["message"] and "1/20,001" in found["message"]
+    percentile = run_audit(table_from(cells), settings.replace(interval_method="percentile"))
+    assert not any(f["id"] == "undecidable" for f in percentile.checklist)
+    assert all(o["decision"] == "a>b" for o in percentile.orderings if o["a"] == "A")
+
+
 def test_runs_needed_at_few_runs_and_many_tests_against_simulation():
     """The flagship's design: 5 tasks, 2 runs per task, a strict (Bonferroni over 70 tests) level. Following the
     estimate at the true effect decides with probability close to the stated 0.8; the normal quantiles

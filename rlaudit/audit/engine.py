@@ -27,8 +27,8 @@ import pandas as pd
 from rlaudit import __version__
 from rlaudit.audit import calibration
 from rlaudit.audit.learning import claim_notes, learning_doc
-from rlaudit.audit.checklist import (check_budgets, check_eval_protocol, check_normalization, check_runs,
-                                     check_data_shape, check_score_kind, check_sweep, check_tasks)
+from rlaudit.audit.checklist import (check_budgets, check_data_shape, check_eval_protocol, check_normalization,
+                                     check_reachable, check_runs, check_score_kind, check_sweep, check_tasks)
 from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
 from rlaudit.audit.inversions import find_crossovers, find_inversions, metric_sensitivity
 from rlaudit.audit.orderings import (control_family, correction_description, decision_label, interval_at,
@@ -423,6 +423,9 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
     dfs = [boot.df(cells(i), j) for i in range(len(members))]
     raw_p = [p_from_tail(min(tail_counts(statistic(i)[1])), boot.reps) for i in range(len(members))]
     p_values = [float(bootstrap.t_corrected_p(p, df)) for p, df in zip(raw_p, dfs)]
+    # However large the gap, the bootstrap p-value is at least 1 / (reps + 1): its t reading is the smallest
+    # p-value a test can reach at these run counts (checklist ``undecidable``).
+    p_floor = [float(bootstrap.t_corrected_p(p_from_tail(0, boot.reps), df)) for df in dfs]
     fam = control_family(p_values, boot.reps, settings.alpha, settings.correction,
                          null_column=lambda i: null_tails(statistic(i)[1]),
                          raw_level=lambda i, c: float(bootstrap.normal_level(c, dfs[i])))
@@ -435,7 +438,8 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
                "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i])}
         if kind == "order":
             orderings[(b, a1, a2)] = {"budget": b, **row, "decision": decision_label(bool(fam.decided[i]), lo, hi, hib),
-                                      "direction": point_decision(point, hib), "df": dfs[i]}
+                                      "direction": point_decision(point, hib), "df": dfs[i],
+                                      "p_floor": p_floor[i]}
         else:
             changes.append({"budget_low": b, "budget_high": last, **row,
                             "decision": "changed" if fam.decided[i] else "inconclusive"})
@@ -448,9 +452,11 @@ ORDERING_KEYS = ("budget", "a", "b", "metric", "decision", "diff_point", "diff_l
                  "p_value", "p_adjusted")
 
 
-def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, progress: Progress) -> list[dict]:
+def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, reps: int,
+                     progress: Progress) -> list[dict]:
     """``audit.json`` ``orderings`` of the deciding metric: decisions plus probability of improvement and,
-    for inconclusive orderings, runs needed (at ``min_effect`` or the observed difference, and a range)."""
+    for inconclusive orderings, runs needed (at ``min_effect`` or the observed difference, and a range;
+    ``reps``: the replicates behind the decisions, whose smallest p-value bounds what more runs can decide)."""
     m_family = max(sel.n_tests, 1)
     out = []
     progress.start("probability of improvement", len(family.orderings))
@@ -464,7 +470,7 @@ def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, pr
         if row["decision"] == "inconclusive":
             n_runs = max(int(max(len(t) for t in x)), int(max(len(t) for t in y)))
             args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap,
-                    row["df"])  # the t reading's degrees of freedom (inf unless the scheme is expanded)
+                    row["df"], reps)  # the t reading's degrees of freedom (inf unless the scheme is expanded)
             effect = settings.min_effect if settings.min_effect is not None else row["diff_point"]
             needed, capped = runs_needed(effect, *args)
             fewest, most = runs_needed_range(row["diff_lo"], row["diff_hi"], *args)
@@ -553,10 +559,12 @@ def calibration_doc(sel: Selection, settings: AuditSettings) -> dict:
             "iqm_trim": int(pooled * stats_metrics.TRIM) / pooled if pooled else stats_metrics.TRIM}
 
 
-def checklist(sel: Selection, cal: dict) -> list[dict]:
-    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`)."""
+def checklist(sel: Selection, cal: dict, family: Family, reps: int, metric: str) -> list[dict]:
+    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`; ``family``: the deciding
+    ``metric``'s tests, on ``reps`` replicates)."""
     findings = list(sel.findings)
     findings += check_runs(sel.audited, cal["row"])
+    findings += check_reachable(list(family.orderings.values()), reps, stats_metrics.METRIC_LABELS[metric])
     findings += check_data_shape(cal)
     findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
     findings += check_eval_protocol(sel.audited)
@@ -625,7 +633,8 @@ def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families
         settings=settings_doc(sel, settings, boot.metrics, boot.reps, cal), budgets=sel.budgets,
         aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
         crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
-        profiles=profile_rows, per_task=per_task, claims=verdicts, checklist=checklist(sel, cal), learning=learning)
+        profiles=profile_rows, per_task=per_task, claims=verdicts, checklist=checklist(sel, cal, families[main], boot.reps, main),
+        learning=learning)
 
 
 def _floats(a) -> list[float]:

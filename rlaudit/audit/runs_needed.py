@@ -16,7 +16,11 @@ pair with probability ``power``. The expanded scheme reads its decisions on Stud
 statistic's effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does
 the estimate there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's
 variance contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``n*`` is the
-smallest run count that meets the inequality. With few runs and many tests the normal quantiles
+smallest run count that meets the inequality and at which the test can be decided at all: however large the
+gap, the bootstrap p-value is at least ``1 / (reps + 1)``, so a decision also needs the level's t quantile
+within the largest normal quantile ``reps`` replicates resolve, ``t^-1(1 - alpha / (2 m); nu(n*)) <=
+Phi^-1(1 - 1 / (2 (reps + 1)))`` (50,000 replicates and 70 tests need ``nu(n*) >= 15``: a clear gap with one effective degree of
+freedom at 2 runs per task needs 16 runs, not 3; checklist ``undecidable``). With few runs and many tests the normal quantiles
 promised 80 % and gave about 50 % (5 tasks x 2 runs, 70 tests, ``bench/bench_audit_calibration.py
 --rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect`` when given, else the observed
 difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0
@@ -44,7 +48,8 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
         quantiles = (f"q = the upper {alpha:g}/(2*{m}) quantile (Bonferroni level over the {m} tests) and q_power = "
                      f"the {power:g} quantile, both of Student's t with the pair's effective degrees of freedom nu "
                      "scaled to n' runs (nu * (n' - 1) / (n - 1): the expanded scheme reads its decisions on t); n* = "
-                     "the smallest n' > n that meets it")
+                     "the smallest n' > n that meets it and where q itself is within the largest normal quantile "
+                     "the bootstrap replicates resolve (a smaller p-value than 1/(reps + 1) cannot be reached)")
     else:
         quantiles = (f"q = Phi^-1(1 - {alpha:g}/(2*{m})) (Bonferroni level over the {m} tests) and "
                      f"q_power = Phi^-1({power:g}); n* = the smallest n' > n that meets it")
@@ -54,7 +59,7 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
 
 
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                cap: int = 1_000, df: float = math.inf) -> tuple[int, bool]:
+                cap: int = 1_000, df: float = math.inf, reps: int | None = None) -> tuple[int, bool]:
     """Runs per task that would decide the pair if the true effect were ``diff_point``.
 
     Args:
@@ -67,6 +72,8 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         cap: largest value reported as a number.
         df: effective degrees of freedom of the difference at ``n_runs`` when decisions are read on Student's
             t (the expanded scheme); ``inf``: normal quantiles.
+        reps: the bootstrap replicates behind the decisions; with ``df`` finite, a run count also needs the
+            level's t quantile within ``Phi^-1(1 - 1 / (2 (reps + 1)))`` (module docstring). ``None``: not checked.
 
     Returns:
         ``(n_star, capped)``; when ``capped`` is true, ``n_star == cap`` and the estimate is "> cap".
@@ -80,8 +87,10 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         if n.size == 0:
             return cap, True
         nu = df * (n - 1) / (n_runs - 1)
-        q = student_t.isf(alpha / (2.0 * m), nu) + student_t.ppf(power, nu)
-        meets = n >= n_runs * (q * ratio) ** 2
+        q_level = student_t.isf(alpha / (2.0 * m), nu)
+        meets = n >= n_runs * ((q_level + student_t.ppf(power, nu)) * ratio) ** 2
+        if reps is not None:
+            meets &= q_level <= norm.isf(0.5 / (reps + 1.0))
         return (int(n[np.argmax(meets)]), False) if meets.any() else (cap, True)
     z = norm.ppf(1.0 - alpha / (2.0 * m)) + norm.ppf(power)
     n_float = n_runs * (z * ratio) ** 2
@@ -94,12 +103,12 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
 
 
 def runs_needed_range(lo: float, hi: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                      cap: int = 1_000, df: float = math.inf) -> tuple[int, int | None]:
+                      cap: int = 1_000, df: float = math.inf, reps: int | None = None) -> tuple[int, int | None]:
     """``n*`` over an effect's interval ``[lo, hi]``: ``(fewest, most)``; ``most`` is ``None`` ("> cap")
     when the interval contains 0 or its near end needs more than ``cap``."""
     far, near = max(abs(lo), abs(hi)), min(abs(lo), abs(hi))
-    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df)
+    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df, reps)
     if lo <= 0 <= hi:
         return fewest, None
-    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df)
+    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df, reps)
     return fewest, None if capped else most
