@@ -559,12 +559,14 @@ def calibration_doc(sel: Selection, settings: AuditSettings) -> dict:
             "iqm_trim": int(pooled * stats_metrics.TRIM) / pooled if pooled else stats_metrics.TRIM}
 
 
-def checklist(sel: Selection, cal: dict, family: Family, reps: int, metric: str) -> list[dict]:
-    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`; ``family``: the deciding
-    ``metric``'s tests, on ``reps`` replicates)."""
+def checklist(sel: Selection, cal: dict, family: Family | None = None, reps: int = 0,
+              metric: str = "iqm") -> list[dict]:
+    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`) and, given the deciding
+    ``metric``'s tests (``family``, on ``reps`` replicates), on what they could decide."""
     findings = list(sel.findings)
     findings += check_runs(sel.audited, cal["row"])
-    findings += check_reachable(list(family.orderings.values()), reps, stats_metrics.METRIC_LABELS[metric])
+    if family is not None:
+        findings += check_reachable(list(family.orderings.values()), reps, stats_metrics.METRIC_LABELS[metric])
     findings += check_data_shape(cal)
     findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
     findings += check_eval_protocol(sel.audited)
@@ -633,8 +635,8 @@ def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families
         settings=settings_doc(sel, settings, boot.metrics, boot.reps, cal), budgets=sel.budgets,
         aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
         crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
-        profiles=profile_rows, per_task=per_task, claims=verdicts, checklist=checklist(sel, cal, families[main], boot.reps, main),
-        learning=learning)
+        profiles=profile_rows, per_task=per_task, claims=verdicts,
+        checklist=checklist(sel, cal, families[main], boot.reps, main), learning=learning)
 
 
 def _floats(a) -> list[float]:
