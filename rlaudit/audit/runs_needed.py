@@ -24,8 +24,8 @@ one effective degree of freedom at 2 runs per task needs 16 runs, not 3; checkli
 few runs and many tests the normal quantiles promised 80 % and gave about 50 %, the t quantiles alone 60-76 %,
 and with the reachable level 79-99 % (5-26 tasks x 2-5 runs, 70 tests, four data shapes;
 ``bench/bench_audit_calibration.py --rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect``
-when given, else the observed difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0
-gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ,
+when given, else the observed difference; the *range* reports ``n*`` at the two ends of the ordering's
+interval (the end farther from 0 gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ,
 ``n`` is the largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
 conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``.
 The power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
