@@ -11,24 +11,24 @@ under each correction) and ``q_power = Phi^-1(power)``::
 
     n* = ceil(n * ((q + q_power) * se / |d|) ** 2)
 
-is the number of runs per task at which, if the true difference were ``d``, the study would decide the
-pair with probability ``power``. The expanded scheme reads its decisions on Student's t with the
-statistic's effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does
-the estimate there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's
-variance contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``n*`` is the
-smallest run count that meets the inequality and at which the test can be decided at all: however large the
-gap, the bootstrap p-value is at least ``1 / (reps + 1)``, so a decision also needs the level's t quantile
-within the largest normal quantile ``reps`` replicates resolve, ``t^-1(1 - alpha / (2 m); nu(n*)) <=
-Phi^-1(1 - 1 / (2 (reps + 1)))`` (50,000 replicates and 70 tests need ``nu(n*) >= 15``: a clear gap with
-one effective degree of freedom at 2 runs per task needs 16 runs, not 3; checklist ``undecidable``). With
-few runs and many tests the normal quantiles promised 80 % and gave about 50 %, the t quantiles alone 60-76 %,
-and with the reachable level 79-99 % (5-26 tasks x 2-5 runs, 70 tests, four data shapes;
-``bench/bench_audit_calibration.py --rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect``
-when given, else the observed difference; the *range* reports ``n*`` at the two ends of the ordering's
-interval (the end farther from 0 gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ,
-``n`` is the largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
-conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``.
-The power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
+is the number of runs per task at which, if the true difference were ``d``, the study would decide the pair
+with probability ``power``. The expanded scheme reads its decisions on Student's t with the statistic's
+effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does the estimate
+there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's variance
+contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``n*`` is the smallest run
+count that meets the inequality and at which the test can be decided at all: however large the gap, the
+bootstrap p-value is at least ``1 / (reps + 1)``, so a decision also needs the level's t quantile within the
+largest normal quantile ``reps`` replicates resolve, ``t^-1(1 - alpha / (2 m); nu(n*)) <= Phi^-1(1 - 1 / (2
+(reps + 1)))`` (50,000 replicates and 70 tests need ``nu(n*) >= 15``: a clear gap with one effective degree of
+freedom at 2 runs per task needs 16 runs, not 3; checklist ``undecidable``). With few runs and many tests the
+normal quantiles promised 80 % and gave about 50 %, the t quantiles alone 60-76 %, and with the reachable
+level 79-99 % (5-26 tasks x 2-5 runs, 70 tests, four data shapes; ``bench/bench_audit_calibration.py
+--rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect`` when given, else the observed
+difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0
+gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ, ``n``
+is the largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
+conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``. The
+power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
 """
 
 from __future__ import annotations
