@@ -243,7 +243,7 @@ def check_reachable(orderings: Sequence[dict], reps: int, metric: str) -> list[F
         f"family's level {span(levels, '.2g')}",
         "for these orderings 'undecided' says nothing about the size of the gap; add runs per task (runs "
         "needed) before reading them. The degrees of freedom grow with the runs per task (docs/audit.md, "
-        "Runs needed at few runs and many tests)",
+        "Runs needed: the smallest reachable p-value)",
         {"orderings": len(blocked), "of": len(orderings), "reps": reps,
          "p_floor": [min(floors), max(floors)], "level": [min(levels), max(levels)], "df": [min(dfs), max(dfs)],
          "pairs": [{"a": o["a"], "b": o["b"], "budget": int(o["budget"])} for o in blocked]})]
