@@ -248,8 +248,9 @@ class Report:
             return ""
         return (f"With {self.few_runs} runs per task on {len(self.tasks)} tasks, read these as lower bounds: in "
                 "simulation (5 tasks, 2-3 runs per task, 70 tests), following the estimate decided 60-86 % of studies "
-                "for the promised 80 %, least often on heavy-tailed and integer scores, because a standard error from "
-                "so few runs is noisy (docs/audit.md, Runs needed at few runs and many tests).")
+                "for the promised 80 %, least often on heavy-tailed and integer scores, mostly because those estimates "
+                "did not ask that the smallest p-value the replicates reach be below the level (docs/audit.md, Runs "
+                "needed: the smallest reachable p-value).")
 
     @property
     def runs_needed_range_column(self) -> bool:
