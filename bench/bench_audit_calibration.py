@@ -35,6 +35,7 @@ and many tests" (``bench/results/runs_needed_power.txt``).
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import dataclass
 
@@ -334,6 +335,15 @@ def calibrate(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, seed
             "power": rate(power, sims), "chg_pow": rate(chg_pow, sims)}
 
 
+RN_PLAIN_SE = False
+"""Whether the runs-needed estimate plans on the pilot's plain standard error (``--rn-se plain``, the rule before
+2026-12-06) instead of its median-unbiased value."""
+
+RN_FLOOR = False
+"""Whether the runs-needed estimate waits for a run count where the floor's t reading is below the level (the
+rule of the morning of 2026-12-06, ``--beyond floor``)."""
+
+
 def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: int, effect_sd: float = 0.15,
                       cap: int = 200, tests: int = 1, n_stars: list | None = None, shape: str | None = None) -> str:
     """Achieved power of following ``runs_needed`` at the true effect (``min_effect``), one budget; ``tests``
@@ -353,8 +363,17 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
         row = fam.orderings[(1, "A", "B")]
         if row["decision"] != "inconclusive":
             continue
-        n_star, capped = runs_needed(true_gap, row["diff_se"], n_runs, settings.alpha, 1, settings.power, cap,
-                                     row["df"], reps)  # as the audit estimates it (pairwise_details)
+        se = row["diff_se"]
+        if RN_PLAIN_SE and math.isfinite(row["df"]):  # undo the median-unbiased scale the estimate applies
+            se *= math.sqrt(scipy.stats.chi2.median(row["df"]) / row["df"])
+        n_star, capped = runs_needed(true_gap, se, n_runs, settings.alpha, 1, settings.power, cap,
+                                     row["df"])  # as the audit estimates it (pairwise_details)
+        if RN_FLOOR and not capped and math.isfinite(row["df"]):
+            # the level's t quantile at nu(n*) within the largest normal quantile the replicates resolve
+            z_floor = scipy.stats.norm.isf(0.5 / (reps + 1.0))
+            while scipy.stats.t.isf(settings.alpha / 2.0, row["df"] * (n_star - 1) / (n_runs - 1)) > z_floor:
+                n_star += 1
+            capped = n_star > cap
         if capped:
             continue
         if n_stars is not None:
@@ -411,6 +430,16 @@ def main() -> None:
                          "of D* beyond 0), symmetric (#{|D* - c| >= |c|} with c the replicates' mean, Hall & "
                          "Wilson's centred two-sided test); measurement only, decisions only (the intervals stay "
                          "percentile, so interval and decision are not dual under it)")
+    ap.add_argument("--beyond", default="t", choices=("t", "floor"),
+                    help="p-value of a member none of whose replicates lies on the other side of 0 (expanded "
+                         "scheme): t (the default's: 2 P(T_nu > |D| / se) when below the floor's t reading, the t "
+                         "reading's premise carried past the replicates), floor (the rule until 2026-12-06: the t "
+                         "reading of 1 / (reps + 1) however large the gap, and runs needed waiting for a run count "
+                         "where that is below the level); measurement only")
+    ap.add_argument("--rn-se", default="median", choices=("median", "plain"),
+                    help="runs-needed power: the standard error the estimate plans on: median (the default's: the "
+                         "median-unbiased se * sqrt(nu / chi2_nu(0.5))), plain (the pilot's se as measured, the "
+                         "rule before 2026-12-06); measurement only")
     ap.add_argument("--resampling", default="multinomial", choices=("multinomial", "bayesian"),
                     help="candidate resampling of runs within a task: multinomial (the default's stratified "
                          "bootstrap), bayesian (Rubin's Bayesian bootstrap: Dirichlet(1, ..., 1) weights on a "
@@ -425,6 +454,11 @@ def main() -> None:
         _bayesian_weights()
     if args.p_rule == "symmetric":
         _symmetric_p_values()
+    if args.beyond == "floor":
+        _floor_beyond()
+    if args.rn_se == "plain":
+        global RN_PLAIN_SE
+        RN_PLAIN_SE = True
     if args.df_rule == "half":
         from rlaudit.stats import bootstrap as _bootstrap
 
@@ -685,10 +719,29 @@ def _symmetric_p_values() -> None:
     engine.tail_counts, engine.null_tails = tail_counts, null_tails
 
 
+def _floor_beyond() -> None:
+    """The rule until 2026-12-06 (``--beyond floor``): a member none of whose replicates lies on the other side
+    of 0 keeps the floor's p-value, the t reading of ``1 / (reps + 1)``, however large its gap; at a level no tail
+    count resolves its interval is unbounded; and the runs-needed estimate waits for a run count where the
+    floor's t reading is below the level."""
+    from rlaudit.audit import engine
+    from rlaudit.audit.orderings import interval_at, p_from_tail
+    from rlaudit.stats import bootstrap
+
+    def member_p_value(diffs: np.ndarray, point: float, df: float) -> float:
+        return float(bootstrap.t_corrected_p(p_from_tail(min(engine.tail_counts(diffs)), diffs.size), df))
+
+    engine.member_p_value = member_p_value
+    engine.member_interval = lambda diffs, point, k, level, df: interval_at(diffs, k)
+    global RN_FLOOR
+    RN_FLOOR = True
+
+
 def shape_table(args, sims: int) -> None:
     """The data-shape calibration table (``--shapes``)."""
     print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
-          f"df rule {args.df_rule}, p rule {args.p_rule}, resampling {args.resampling}, data seed {args.data_seed}, "
+          f"df rule {args.df_rule}, p rule {args.p_rule}, beyond {args.beyond}, resampling {args.resampling}, "
+          f"data seed {args.data_seed}, "
           f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
           f"rates in % with 95% Clopper-Pearson intervals")
     print(f"{'shape':10} {'method':10} {'tasks':>5} {'N':>3} {'budgets':>7} {'tests':>5}  {'null fwer (<=5)':>19}  "

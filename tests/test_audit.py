@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.optimize
 import scipy.stats
 
 from rlaudit.audit import AuditResult, AuditSettings, run_audit
@@ -355,7 +356,8 @@ def test_runs_needed_against_simulation():
 
 def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
     """With the expanded scheme's degrees of freedom the estimate is the smallest n meeting the t inequality at
-    nu * (n - 1) / (n_runs - 1); it is never below the normal one and tends to it as nu grows."""
+    nu * (n - 1) / (n_runs - 1) on the median-unbiased standard error; it is never below the normal one and
+    tends to it as nu grows."""
     d, se, n0, alpha, m = 0.5, 0.2, 2, 0.05, 70
     normal, _ = runs_needed(d, se, n0, alpha, m)
     t_based, capped = runs_needed(d, se, n0, alpha, m, df=4.0)
@@ -363,7 +365,7 @@ def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
     def meets(n: int) -> bool:
         nu = 4.0 * (n - 1) / (n0 - 1)
         q = scipy.stats.t.isf(alpha / (2 * m), nu) + scipy.stats.t.ppf(0.8, nu)
-        return n >= n0 * (q * se / d) ** 2
+        return n >= n0 * (q * se / d) ** 2 * 4.0 / scipy.stats.chi2.median(4.0)
 
     assert not capped and t_based > normal
     assert meets(t_based) and not meets(t_based - 1)
@@ -373,52 +375,57 @@ def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
     assert runs_needed(d, 100 * se, n0, alpha, m, df=4.0) == (1_000, True)
 
 
-def test_runs_needed_waits_until_the_replicates_can_reach_the_level():
-    """However large the gap, the bootstrap p-value is at least 1 / (reps + 1); read on t at few degrees of freedom
-    that floor can lie above the level, so the estimate is the first run count where it does not."""
-    d, se, n0, alpha, m, reps = 1.0, 0.01, 2, 0.05, 70, 50_000
-    z_max = scipy.stats.norm.isf(0.5 / (reps + 1))
+def test_runs_needed_plans_on_the_median_unbiased_standard_error():
+    """A pilot's squared standard error is a scaled chi-square draw with nu degrees of freedom, below the true one
+    more often than not: the estimate scales it by nu / chi2_nu(0.5), most at few degrees of freedom, and the
+    replicate count no longer enters (the audit decides past the replicates)."""
+    d, se, n0, alpha, m = 1.0, 0.5, 2, 0.05, 70
 
-    def reachable(n: int, df: float) -> bool:
-        return scipy.stats.t.isf(alpha / (2 * m), df * (n - 1) / (n0 - 1)) <= z_max
+    def first(df: float, scale: float) -> int:  # smallest n meeting the t inequality with se^2 times scale
+        n = n0 + 1
+        while n < n0 * ((scipy.stats.t.isf(alpha / (2 * m), df * (n - 1) / (n0 - 1))
+                         + scipy.stats.t.ppf(0.8, df * (n - 1) / (n0 - 1))) * se / d) ** 2 * scale:
+            n += 1
+        return n
 
-    assert runs_needed(d, se, n0, alpha, m, df=1.0) == (3, False)  # the power inequality alone
-    for df in (1.0, 2.5, 4.0):
-        n_star, capped = runs_needed(d, se, n0, alpha, m, df=df, reps=reps)
-        assert not capped and reachable(n_star, df) and (n_star == n0 + 1 or not reachable(n_star - 1, df)), df
-    assert runs_needed(d, se, n0, alpha, m, df=1.0, reps=reps) == (16, False)
-    assert runs_needed(d, se, n0, alpha, m, df=40.0, reps=reps) == runs_needed(d, se, n0, alpha, m, df=40.0)
-    assert runs_needed(d, se, n0, alpha, m, reps=reps) == runs_needed(d, se, n0, alpha, m)  # normal: no floor
+    grew = []
+    for df in (1.0, 2.0, 4.0, 10.0):
+        n_star, capped = runs_needed(d, se, n0, alpha, m, df=df)
+        assert not capped and n_star == first(df, df / scipy.stats.chi2.median(df)), df
+        grew.append(n_star / first(df, 1.0))
+    assert grew[0] > grew[1] > grew[2] > 1.0  # the fewer degrees of freedom, the larger the factor
+    assert 2.0 / scipy.stats.chi2.median(2.0) == pytest.approx(1.4427, abs=1e-4)
 
-
-def test_undecidable_orderings_are_named_with_their_p_value_floor():
-    """5 tasks x 2 runs, a gap of 50 SD and 6 tests: no replicate crosses 0, so each p-value is exactly the
-    floor (1 / (reps + 1) read on t), above the level: the checklist says no gap could be decided, and the runs
-    needed reach a count where the floor is below the level. The percentile scheme has no such floor."""
+def test_a_gap_past_the_replicates_is_decided_on_its_standard_error():
+    """5 tasks x 2 runs, a gap of 50 SD and 6 tests: no replicate crosses 0, so the bootstrap only bounds the
+    p-value (the floor's t reading is above the level at these few degrees of freedom); the audit reads
+    |D| / se on Student's t instead, decides every ordering of A, and its interval (the t interval widened to
+    the replicates) excludes 0. The pair without a gap stays undecided with a finite interval around 0."""
     rng = np.random.default_rng(3)
     cells = {(a, f"t{t}", b): rng.normal(mu, 1.0, 2) for t in range(5) for b in (1, 2)
              for a, mu in (("A", 50.0), ("B", 0.0), ("C", 0.0))}
     settings = AuditSettings(metric="mean", metrics=("mean",), reps=20_000, reps_pairwise=100)
     res = run_audit(table_from(cells), settings)
-    found = next(f for f in res.checklist if f["id"] == "undecidable")
-    clear = [o for o in res.orderings if o["a"] == "A" or o["b"] == "A"]
-    assert clear and all(o["decision"] == "inconclusive" for o in clear)
-    details = found["details"]
-    floors = [2 * scipy.stats.t.sf(scipy.stats.norm.isf(0.5 / 20_001), df) for df in details["df"]]
-    assert details["p_floor"] == pytest.approx(floors[::-1], rel=1e-9)  # fewer degrees of freedom, higher floor
-    assert details["p_floor"][0] > details["level"][1] and details["orderings"] == details["of"] == 6
-    p_values = sorted(o["p_value"] for o in clear)
-    assert p_values[0] == pytest.approx(details["p_floor"][0], rel=1e-9)
-    assert p_values[-1] == pytest.approx(details["p_floor"][1], rel=1e-9)
-    # The pair with the fewest degrees of freedom: the power inequality alone says 3 runs (a 50 SD gap); the
-    # floor at 3 runs would still be above the level.
-    worst = max(clear, key=lambda o: o["p_value"])
-    assert worst["runs_needed"] > 3
-    assert "could not be decided at any gap" in found["message"] and "1/20,001" in found["message"]
+    assert not any(f["id"] == "undecidable" for f in res.checklist)
+    clear = [o for o in res.orderings if "A" in (o["a"], o["b"])]
+    assert len(clear) == 4
+    for o in clear:
+        # audit.json does not carry the degrees of freedom: the nu at which |D| / se gives the p-value
+        z = abs(o["diff_point"]) / o["diff_se"]
+        nu = scipy.optimize.brentq(lambda v: 2 * scipy.stats.t.sf(z, v) - o["p_value"], 0.05, 1e6)
+        floor = 2 * scipy.stats.t.sf(scipy.stats.norm.isf(0.5 / 20_001), nu)
+        assert nu < 10 and floor > 1.0 - o["ci_level"] > o["p_value"], o  # the replicates alone could not decide
+        assert o["decision"] == ("a>b" if o["a"] == "A" else "b>a")
+        q = scipy.stats.t.isf((1.0 - o["ci_level"]) / 2, nu)
+        if o["a"] == "A":
+            assert 0 < o["diff_lo"] <= o["diff_point"] - q * o["diff_se"] * (1 - 1e-12)
+        else:
+            assert o["diff_point"] + q * o["diff_se"] * (1 - 1e-12) <= o["diff_hi"] < 0
+    null = [o for o in res.orderings if "A" not in (o["a"], o["b"])]
+    assert null and all(o["decision"] == "inconclusive" for o in null)
+    assert all(math.isfinite(o["diff_lo"]) and o["diff_lo"] < 0 < o["diff_hi"] < math.inf for o in null)
     percentile = run_audit(table_from(cells), settings.replace(interval_method="percentile"))
-    assert not any(f["id"] == "undecidable" for f in percentile.checklist)
     assert all(o["decision"] == "a>b" for o in percentile.orderings if o["a"] == "A")
-
 
 def test_runs_needed_at_few_runs_and_many_tests_against_simulation():
     """The flagship's design: 5 tasks, 2 runs per task, a strict (Bonferroni over 70 tests) level. Following the

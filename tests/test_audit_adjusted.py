@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,13 +101,18 @@ def test_adjusted_p_values_never_undercut_raw_ones(seed, n_tasks, n_runs, n_budg
 @pytest.mark.parametrize("correction", ["maxt", "holm", "bonferroni"])
 def test_two_runs_one_test_is_its_own_p_value(correction):
     """The reported defect: A = [1.0, 1.1], B = [1.5, 1.6], one task, one budget, one test. Every replicate
-    puts B ahead (bootstrap p = 1/(reps + 1)), but with 1 degree of freedom per task the t reading gives
-    p = 0.0508: the single test's adjusted p-value is that p-value, and B > A is not decided at 0.05."""
+    puts B ahead (bootstrap p = 1/(reps + 1), which the adjusted p-value once reported), but with 1 degree of
+    freedom per task the t reading, carried past the replicates, gives Welch's t-test (t = 7.07 on 2 degrees of
+    freedom, p = 0.019; the floor's t reading, which audits kept until 2026-12-06, said 0.0508): the single
+    test's adjusted p-value is that p-value, B > A is decided at 0.05, and would not be at 0.01."""
     rows = [{"algorithm": a, "task": "t", "run": r, "budget": 100, "score": s}
             for a, scores in (("A", (1.0, 1.1)), ("B", (1.5, 1.6))) for r, s in enumerate(scores)]
     table = ScoreTable.from_frame(pd.DataFrame(rows), ScoreMeta(normalized="minmax"))
     result = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",)))
     (row,) = result.orderings
-    assert row["p_value"] == pytest.approx(0.0508, abs=5e-4)
+    welch = scipy.stats.ttest_ind([1.0, 1.1], [1.5, 1.6], equal_var=False).pvalue
+    assert row["p_value"] == pytest.approx(welch, rel=0.02)
     assert row["p_adjusted"] == row["p_value"]
-    assert row["decision"] == "inconclusive"
+    assert row["decision"] == "b>a"
+    strict = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",), alpha=0.01))
+    assert strict.orderings[0]["decision"] == "inconclusive"

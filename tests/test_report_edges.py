@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rlaudit.audit.runs_needed import method_description
-from rlaudit.report.model import FLOOR_CLAUSE, build_model
+from rlaudit.report.model import FLOOR_CLAUSE, MEDIAN_CLAUSE, build_model
 from rlaudit.report.render import render_text
 
 GOLDEN_AUDIT = Path(__file__).parent / "golden" / "audit.json"
@@ -199,9 +199,9 @@ def test_runs_needed_range_is_shown_only_where_it_says_more_than_one_more_run(do
 
 
 def test_runs_needed_at_two_or_three_runs_per_task_are_read_as_lower_bounds(doc):
-    """At 2-3 runs per task the estimate of audits before the p-value floor was measured to fall short of its
-    power (docs/audit.md): the section and the verdict say so; at the frozen audit's 8 runs, under the percentile
-    scheme, and for an audit whose estimate counts the floor, they do not."""
+    """At 2-3 runs per task the estimate of audits before 2026-12-06 was measured to fall short of its power
+    (docs/audit.md): the section and the verdict say so; at the frozen audit's 8 runs, under the percentile scheme,
+    and for an audit whose estimate plans on the median-unbiased standard error (or waited for the floor), not."""
     assert "lower bounds" not in _md(doc)
     undecided = next(o for o in doc["orderings"] if o["runs_needed"] is not None)
     for d in doc["data"]["design"]:
@@ -221,9 +221,12 @@ def test_runs_needed_at_two_or_three_runs_per_task_are_read_as_lower_bounds(doc)
     assert "lower bounds" not in _md(doc)
     doc["data"]["tasks"] = doc["data"]["tasks"][:-6]
     assert "lower bounds" in _md(doc)
-    # An audit whose estimate waits until the level is reachable met its power at 2-3 runs: not said either.
+    # An audit whose estimate plans on the median-unbiased standard error met its power at 2-3 runs: not said;
+    # nor for the audits of 2026-12-06 whose estimate waited until the floor's level was reachable.
     doc["settings"]["runs_needed_method"] = method_description(0.05, 70, 0.8, 1000, t_reading=True)
-    assert FLOOR_CLAUSE in doc["settings"]["runs_needed_method"] and "lower bounds" not in _md(doc)
+    assert MEDIAN_CLAUSE in doc["settings"]["runs_needed_method"] and "lower bounds" not in _md(doc)
+    doc["settings"]["runs_needed_method"] = f"... n* = the smallest n' > n that meets it and where {FLOOR_CLAUSE} ..."
+    assert "lower bounds" not in _md(doc)
 
 
 # ------------------------------------------------------------------------------ unbounded intervals in figures

@@ -213,7 +213,7 @@ def run_audit(table: ScoreTable, settings: AuditSettings | None = None, claims: 
         families[m] = engine.decide_family(sel, boot, settings, m)
         progress.advance()
     progress.done()
-    orderings = engine.pairwise_details(sel, families[settings.metric], settings, boot.reps, progress)
+    orderings = engine.pairwise_details(sel, families[settings.metric], settings, progress)
     profile_rows, per_task = engine.profiles_and_tasks(sel, settings, progress)
     return engine.assemble(sel, settings, boot, families, orderings, profile_rows, per_task, claims, source)
 

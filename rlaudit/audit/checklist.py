@@ -18,8 +18,9 @@ id                         severity  when
 ``data-shape``             warning   collapsed seeds, heavy tails or many ties where the measured error rate of
                                      the default exceeds the nominal one at the data's size (info if it holds)
 ``iqm-trim``               info      the pooled runs are trimmed noticeably less than 25 % each side
-``undecidable``            warning   orderings that no gap could decide at these run counts: the smallest
-                                     p-value the replicates give, read on Student's t, is above the level
+``undecidable``            warning   (older audits only, which kept the bootstrap floor) orderings no gap could
+                                     decide: the smallest p-value the replicates give, read on t, above the
+                                     level; the audit now decides past the replicates (engine.member_p_value)
 
 
 ``single-run``             warning   an algorithm with one run per task, set aside by the audit (engine.select)
@@ -32,8 +33,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
-
-from rlaudit.audit.result import format_budget
 
 MIN_RUNS = 10
 """rliable's guidance: percentile bootstrap intervals need about 10 runs per task to be trustworthy."""
@@ -203,50 +202,6 @@ def check_sweep(runs_planned: int, runs_finished: int) -> list[Finding]:
         "the verdict may change as the remaining runs arrive; finish the sweep ('rlaudit run PROTOCOL --store "
         "STORE' resumes it) before quoting it as the protocol's result",
         {"runs_planned": runs_planned, "runs_finished": runs_finished})]
-
-
-def check_reachable(orderings: Sequence[dict], reps: int, metric: str) -> list[Finding]:
-    """``undecidable``: undecided orderings whose smallest reachable p-value is above their level.
-
-    Under the expanded scheme an ordering's p-value is the bootstrap p-value read on Student's t at its
-    effective degrees of freedom (``df``). However large the gap, the bootstrap p-value is at least
-    ``1 / (reps + 1)`` (no replicate on the other side of 0), so the ordering's p-value is at least ``p_floor``,
-    the t reading of that. Where ``p_floor`` is above the level the family compared it at (``1 - ci_level``:
-    the critical value of the step where the step-down stopped, which does not depend on the ordering's own
-    gap), no gap of this pair could have been decided at these run counts: "undecided" then says nothing
-    about the gap's size.
-
-    Args:
-        orderings: the deciding metric's ordering rows (:func:`rlaudit.audit.engine.decide_family`), each with
-            ``decision``, ``ci_level``, ``p_floor``, ``df``, ``a``, ``b`` and ``budget``.
-        reps: the bootstrap replicates behind the p-values.
-        metric: the deciding metric's label, for the message.
-    """
-    blocked = [o for o in orderings if o["decision"] == "inconclusive" and o["p_floor"] > 1.0 - o["ci_level"]]
-    if not blocked:
-        return []
-    floors = [o["p_floor"] for o in blocked]
-    levels = [1.0 - o["ci_level"] for o in blocked]
-    dfs = [o["df"] for o in blocked]
-
-    def span(values: list[float], fmt: str) -> str:
-        lo, hi = format(min(values), fmt), format(max(values), fmt)
-        return lo if lo == hi else f"{lo}-{hi}"
-
-    which = ("" if len(blocked) == len(orderings) else
-             ": " + _names([f"{o['a']} vs {o['b']} at {format_budget(o['budget'])}" for o in blocked], limit=4))
-    return [Finding(
-        "undecidable", "warning",
-        f"{len(blocked)} of {len(orderings)} orderings ({metric}) could not be decided at any gap with these run "
-        f"counts{which}: the smallest p-value {reps:,} bootstrap replicates give, 1/{reps + 1:,}, read on "
-        f"Student's t at {span(dfs, '.1f')} effective degrees of freedom, is {span(floors, '.2g')}, above the "
-        f"family's level {span(levels, '.2g')}",
-        "for these orderings 'undecided' says nothing about the size of the gap; add runs per task (runs "
-        "needed) before reading them. The degrees of freedom grow with the runs per task (docs/audit.md, "
-        "Runs needed: the smallest reachable p-value)",
-        {"orderings": len(blocked), "of": len(orderings), "reps": reps,
-         "p_floor": [min(floors), max(floors)], "level": [min(levels), max(levels)], "df": [min(dfs), max(dfs)],
-         "pairs": [{"a": o["a"], "b": o["b"], "budget": int(o["budget"])} for o in blocked]})]
 
 
 SHAPE_WORDS = {"gamma": "skewed continuous runs", "collapsed": "seeds that collapse to ~0 while others learn",

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student_t
 
 from rlaudit import __version__
 from rlaudit.audit import calibration
 from rlaudit.audit.learning import claim_notes, learning_doc
 from rlaudit.audit.checklist import (check_budgets, check_data_shape, check_eval_protocol, check_normalization,
-                                     check_reachable, check_runs, check_score_kind, check_sweep, check_tasks)
+                                     check_runs, check_score_kind, check_sweep, check_tasks)
 from rlaudit.audit.claims import Claim, check_claims, evaluate_claim
 from rlaudit.audit.inversions import find_crossovers, find_inversions, metric_sensitivity
 from rlaudit.audit.orderings import (control_family, correction_description, decision_label, interval_at,
@@ -388,6 +390,45 @@ class Family:
     """``audit.json`` ``changes`` rows (each budget vs the last, every pair)."""
 
 
+def member_p_value(diffs: np.ndarray, point: float, df: float) -> float:
+    """A member's p-value: its bootstrap p-value ``(2 t + 1) / (reps + 1)`` read on Student's t with ``df``
+    degrees of freedom (identity at ``df = inf``). Where no replicate lies on the other side of 0 (``t = 0``: the
+    replicates only bound the p-value) and ``df`` is finite, ``2 P(T_df > |point| / se)`` when that is smaller
+    (``se`` the replicates' standard deviation): the t reading's premise, ``D`` about normal, carried past the
+    replicates (docs/audit.md, "Beyond the replicates"). Without it a large gap at few degrees of freedom could
+    not be decided at all: the floor's t reading is 0.008 at ``df = 5`` with 50,000 replicates, above a 70-test
+    family's level."""
+    tail = min(tail_counts(diffs))
+    p = float(bootstrap.t_corrected_p(p_from_tail(tail, diffs.size), df))
+    if tail == 0 and math.isfinite(df):
+        se = float(np.std(diffs, ddof=1))
+        if se > 0 and point * float(np.mean(diffs)) > 0:
+            p = min(p, float(2.0 * student_t.sf(abs(point) / se, df)))
+    return p
+
+
+def member_interval(diffs: np.ndarray, point: float, k: int, level: float, df: float) -> tuple[float, float]:
+    """A member's interval, dual to its decision: the ``k``-th smallest and largest replicate
+    (:func:`~rlaudit.audit.orderings.interval_at`); at a level no tail count resolves (``k = 0``) the t interval
+    ``point -/+ t_df^-1(1 - level / 2) se`` widened to cover every replicate, so that "decided" (by
+    :func:`member_p_value` beyond the replicates) and "interval excludes 0" stay the same event; ``(-inf, inf)``
+    when the replicates do not vary.
+
+    Args:
+        diffs: the member's replicates, shape ``(reps,)``.
+        point: its point estimate.
+        k: its tail limit (``FamilyDecision.tail_limits``).
+        level: its level on the t reading (``FamilyDecision.levels``).
+        df: its effective degrees of freedom.
+    """
+    if k >= 1:
+        return interval_at(diffs, k)
+    se, q = float(np.std(diffs, ddof=1)), float(student_t.isf(level / 2.0, df))
+    if not (se > 0 and math.isfinite(q)):
+        return -math.inf, math.inf
+    return min(point - q * se, float(diffs.min())), max(point + q * se, float(diffs.max()))
+
+
 def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, metric: str) -> Family:
     """Decide every ordering and change of ``metric`` with family-wise error rate ``settings.alpha``.
 
@@ -419,27 +460,23 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
 
     # Expanded scheme: the bootstrap p-value is read on Student's t with the statistic's effective degrees of
     # freedom (few runs per task, or a few tasks dominating the variance, make the bootstrap's normal-like
-    # tails too thin); the joint bootstrap still supplies the dependence between tests (max-T).
+    # tails too thin), and past the replicates on |D| / se where no replicate crosses 0 (member_p_value); the joint
+    # bootstrap still supplies the dependence between tests (max-T).
     dfs = [boot.df(cells(i), j) for i in range(len(members))]
-    raw_p = [p_from_tail(min(tail_counts(statistic(i)[1])), boot.reps) for i in range(len(members))]
-    p_values = [float(bootstrap.t_corrected_p(p, df)) for p, df in zip(raw_p, dfs)]
-    # However large the gap, the bootstrap p-value is at least 1 / (reps + 1): its t reading is the smallest
-    # p-value a test can reach at these run counts (checklist ``undecidable``).
-    p_floor = [float(bootstrap.t_corrected_p(p_from_tail(0, boot.reps), df)) for df in dfs]
+    p_values = [member_p_value(statistic(i)[1], statistic(i)[0], dfs[i]) for i in range(len(members))]
     fam = control_family(p_values, boot.reps, settings.alpha, settings.correction,
                          null_column=lambda i: null_tails(statistic(i)[1]),
                          raw_level=lambda i, c: float(bootstrap.normal_level(c, dfs[i])))
     orderings, changes = {}, []
     for i, (kind, b, a1, a2) in enumerate(members):
         point, d = statistic(i)
-        lo, hi = interval_at(d, int(fam.tail_limits[i]))
+        lo, hi = member_interval(d, point, int(fam.tail_limits[i]), float(fam.levels[i]), dfs[i])
         row = {"a": a1, "b": a2, "metric": metric, "diff_point": point, "diff_lo": lo, "diff_hi": hi,
                "diff_se": float(np.std(d, ddof=1)), "ci_level": 1.0 - float(fam.levels[i]),
                "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i])}
         if kind == "order":
             orderings[(b, a1, a2)] = {"budget": b, **row, "decision": decision_label(bool(fam.decided[i]), lo, hi, hib),
-                                      "direction": point_decision(point, hib), "df": dfs[i],
-                                      "p_floor": p_floor[i]}
+                                      "direction": point_decision(point, hib), "df": dfs[i]}
         else:
             changes.append({"budget_low": b, "budget_high": last, **row,
                             "decision": "changed" if fam.decided[i] else "inconclusive"})
@@ -452,11 +489,9 @@ ORDERING_KEYS = ("budget", "a", "b", "metric", "decision", "diff_point", "diff_l
                  "p_value", "p_adjusted")
 
 
-def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, reps: int,
-                     progress: Progress) -> list[dict]:
+def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, progress: Progress) -> list[dict]:
     """``audit.json`` ``orderings`` of the deciding metric: decisions plus probability of improvement and,
-    for inconclusive orderings, runs needed (at ``min_effect`` or the observed difference, and a range;
-    ``reps``: the replicates behind the decisions, whose smallest p-value bounds what more runs can decide)."""
+    for inconclusive orderings, runs needed (at ``min_effect`` or the observed difference, and a range)."""
     m_family = max(sel.n_tests, 1)
     out = []
     progress.start("probability of improvement", len(family.orderings))
@@ -470,7 +505,7 @@ def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, re
         if row["decision"] == "inconclusive":
             n_runs = max(int(max(len(t) for t in x)), int(max(len(t) for t in y)))
             args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap,
-                    row["df"], reps)  # the t reading's degrees of freedom (inf unless the scheme is expanded)
+                    row["df"])  # the t reading's degrees of freedom (inf unless the scheme is expanded)
             effect = settings.min_effect if settings.min_effect is not None else row["diff_point"]
             needed, capped = runs_needed(effect, *args)
             fewest, most = runs_needed_range(row["diff_lo"], row["diff_hi"], *args)
@@ -559,14 +594,10 @@ def calibration_doc(sel: Selection, settings: AuditSettings) -> dict:
             "iqm_trim": int(pooled * stats_metrics.TRIM) / pooled if pooled else stats_metrics.TRIM}
 
 
-def checklist(sel: Selection, cal: dict, family: Family | None = None, reps: int = 0,
-              metric: str = "iqm") -> list[dict]:
-    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`) and, given the deciding
-    ``metric``'s tests (``family``, on ``reps`` replicates), on what they could decide."""
+def checklist(sel: Selection, cal: dict) -> list[dict]:
+    """Checklist findings on the audited data (``cal``: :func:`calibration_doc`)."""
     findings = list(sel.findings)
     findings += check_runs(sel.audited, cal["row"])
-    if family is not None:
-        findings += check_reachable(list(family.orderings.values()), reps, stats_metrics.METRIC_LABELS[metric])
     findings += check_data_shape(cal)
     findings += check_score_kind(sel.audited, sel.table.meta.score_kind)
     findings += check_eval_protocol(sel.audited)
@@ -636,7 +667,7 @@ def assemble(sel: Selection, settings: AuditSettings, boot: Replicates, families
         aggregates=boot.aggregates, orderings=orderings, changes=families[main].changes, inversions=inversions,
         crossovers=crossovers, metric_sensitivity=sensitivity, rank_distribution=rank_distribution(sel, boot, main),
         profiles=profile_rows, per_task=per_task, claims=verdicts,
-        checklist=checklist(sel, cal, families[main], boot.reps, main), learning=learning)
+        checklist=checklist(sel, cal), learning=learning)
 
 
 def _floats(a) -> list[float]:

@@ -15,20 +15,23 @@ is the number of runs per task at which, if the true difference were ``d``, the 
 with probability ``power``. The expanded scheme reads its decisions on Student's t with the statistic's
 effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does the estimate
 there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's variance
-contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``n*`` is the smallest run
-count that meets the inequality and at which the test can be decided at all: however large the gap, the
-bootstrap p-value is at least ``1 / (reps + 1)``, so a decision also needs the level's t quantile within the
-largest normal quantile ``reps`` replicates resolve, ``t^-1(1 - alpha / (2 m); nu(n*)) <= Phi^-1(1 - 1 / (2
-(reps + 1)))`` (50,000 replicates and 70 tests need ``nu(n*) >= 15``: a clear gap with one effective degree of
-freedom at 2 runs per task needs 16 runs, not 3; checklist ``undecidable``). With few runs and many tests the
-normal quantiles promised 80 % and gave about 50 %, the t quantiles alone 60-76 %, and with the reachable
-level 79-99 % (5-26 tasks x 2-5 runs, 70 tests, four data shapes; ``bench/bench_audit_calibration.py
---rn-only``; ``docs/audit.md``, Runs needed). ``d`` is ``--min-effect`` when given, else the observed
-difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the end farther from 0
-gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run counts differ, ``n``
-is the largest count of the two algorithms (all counts scaled by the same factor; the estimate is then
-conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported as ``> cap``. The
-power achieved by following the estimate is measured in ``bench/bench_audit_calibration.py``.
+contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``se`` is planned on at its
+median-unbiased value ``se * sqrt(nu / chi2_nu(0.5))`` (``chi2_nu(0.5)`` the median of chi-square with ``nu``
+degrees of freedom): a pilot's squared standard error is a scaled chi-square draw, below the true one more
+often than not and the more so the fewer its degrees of freedom (factor 1.44 on ``n*`` at ``nu = 2``, 1.19 at
+4, 1.07 at 10), and ``n*`` planned on the plain estimate fell short of its power. ``n*`` is the smallest run
+count that meets the inequality. The audit decides past its bootstrap replicates on ``|d| / se`` read on the
+same t (``rlaudit.audit.engine.member_p_value``), so the smallest p-value the replicates resolve does not bound
+what more runs can decide (until 2026-12-06 it did, and the estimate waited for a run count where that floor's
+t reading was below the level). Power achieved by following the estimate is measured in
+``bench/bench_audit_calibration.py --rn-only`` (``docs/audit.md``, Runs needed): with few runs and many tests
+the normal quantiles promised 80 % and gave about 50 %, the t quantiles on the plain ``se`` 74-85 %, and on the
+median-unbiased one 81-98 % (5, 10 and 26 tasks x 2-5 runs, four data shapes). ``d`` is ``--min-effect`` when
+given, else the observed difference; the *range* reports ``n*`` at the two ends of the ordering's interval (the
+end farther from 0 gives the fewest runs; an interval that contains 0 gives no upper end: "> cap"). When run
+counts differ, ``n`` is the largest count of the two algorithms (all counts scaled by the same factor; the
+estimate is then conservative for the smaller ones). An estimate above the cap, or a zero effect, is reported
+as ``> cap``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
 
@@ -48,9 +51,10 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
     if t_reading:
         quantiles = (f"q = the upper {alpha:g}/(2*{m}) quantile (Bonferroni level over the {m} tests) and q_power = "
                      f"the {power:g} quantile, both of Student's t with the pair's effective degrees of freedom nu "
-                     "scaled to n' runs (nu * (n' - 1) / (n - 1): the expanded scheme reads its decisions on t); n* = "
-                     "the smallest n' > n that meets it and where q itself is within the largest normal quantile "
-                     "the bootstrap replicates resolve (a smaller p-value than 1/(reps + 1) cannot be reached)")
+                     "scaled to n' runs (nu * (n' - 1) / (n - 1): the expanded scheme reads its decisions on t), "
+                     "and se the median-unbiased standard error se * sqrt(nu / chi2_nu(0.5)); n* = the smallest n' > "
+                     "n that meets it (the audit decides past the bootstrap replicates on |diff|/se, so no replicate "
+                     "floor bounds it)")
     else:
         quantiles = (f"q = Phi^-1(1 - {alpha:g}/(2*{m})) (Bonferroni level over the {m} tests) and "
                      f"q_power = Phi^-1({power:g}); n* = the smallest n' > n that meets it")
@@ -60,7 +64,7 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
 
 
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                cap: int = 1_000, df: float = math.inf, reps: int | None = None) -> tuple[int, bool]:
+                cap: int = 1_000, df: float = math.inf) -> tuple[int, bool]:
     """Runs per task that would decide the pair if the true effect were ``diff_point``.
 
     Args:
@@ -72,9 +76,8 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         power: probability of deciding at the returned run count if the true difference is ``diff_point``.
         cap: largest value reported as a number.
         df: effective degrees of freedom of the difference at ``n_runs`` when decisions are read on Student's
-            t (the expanded scheme); ``inf``: normal quantiles.
-        reps: the bootstrap replicates behind the decisions; with ``df`` finite, a run count also needs the
-            level's t quantile within ``Phi^-1(1 - 1 / (2 (reps + 1)))`` (module docstring). ``None``: not checked.
+            t (the expanded scheme; ``se`` is then planned on at its median-unbiased value); ``inf``: normal
+            quantiles and ``se`` as given.
 
     Returns:
         ``(n_star, capped)``; when ``capped`` is true, ``n_star == cap`` and the estimate is "> cap".
@@ -89,9 +92,8 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
             return cap, True
         nu = df * (n - 1) / (n_runs - 1)
         q_level = student_t.isf(alpha / (2.0 * m), nu)
-        meets = n >= n_runs * ((q_level + student_t.ppf(power, nu)) * ratio) ** 2
-        if reps is not None:
-            meets &= q_level <= norm.isf(0.5 / (reps + 1.0))
+        median_unbiased = df / chi2.median(df)  # on se squared (module docstring)
+        meets = n >= n_runs * ((q_level + student_t.ppf(power, nu)) * ratio) ** 2 * median_unbiased
         return (int(n[np.argmax(meets)]), False) if meets.any() else (cap, True)
     z = norm.ppf(1.0 - alpha / (2.0 * m)) + norm.ppf(power)
     n_float = n_runs * (z * ratio) ** 2
@@ -104,12 +106,12 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
 
 
 def runs_needed_range(lo: float, hi: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                      cap: int = 1_000, df: float = math.inf, reps: int | None = None) -> tuple[int, int | None]:
+                      cap: int = 1_000, df: float = math.inf) -> tuple[int, int | None]:
     """``n*`` over an effect's interval ``[lo, hi]``: ``(fewest, most)``; ``most`` is ``None`` ("> cap")
     when the interval contains 0 or its near end needs more than ``cap``."""
     far, near = max(abs(lo), abs(hi)), min(abs(lo), abs(hi))
-    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df, reps)
+    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df)
     if lo <= 0 <= hi:
         return fewest, None
-    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df, reps)
+    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df)
     return fewest, None if capped else most

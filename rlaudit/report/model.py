@@ -51,13 +51,19 @@ LOWER_IS_BETTER = frozenset(m for m, higher in HIGHER_IS_BETTER.items() if not h
 
 FEW_RUNS_TASKS = 10
 """Largest suite on which 2-3 runs per task make the report call runs-needed estimates lower bounds, for audits
-written before the estimate counted the smallest p-value the replicates reach: those were measured short of their
-power on 5 tasks; on 10 and 26 skewed tasks they held (77-86 %, docs/audit.md)."""
+written before 2026-12-06 whose estimate planned on the plain standard error with the audit's decisions floored at
+1 / (reps + 1): those were measured short of their power on 5 tasks; on 10 and 26 skewed tasks they held (77-86 %,
+docs/audit.md)."""
 
 FLOOR_CLAUSE = "the bootstrap replicates resolve"
+"""Words of ``settings.runs_needed_method`` in audits of 2026-12-06 whose estimate waited for a run count where the
+floor's t reading was below the level; those met their power at 2-3 runs per task on every measured shape (79-99 %),
+so the report does not call them lower bounds."""
+
+MEDIAN_CLAUSE = "median-unbiased standard error"
 """Words of ``settings.runs_needed_method`` (:func:`rlaudit.audit.runs_needed.method_description`) in audits whose
-estimate waits for a run count where the level is reachable; those met their power at 2-3 runs per task on every
-measured shape (79-99 %), so the report does not call them lower bounds."""
+estimate plans on the median-unbiased standard error, decided past the replicates; measured to meet their power at
+2-3 runs per task (docs/audit.md, Runs needed), so the report does not call them lower bounds."""
 
 
 # --------------------------------------------------------------------------------------------- objects
@@ -231,11 +237,13 @@ class Report:
     @property
     def few_runs(self) -> int | None:
         """The smallest run count per task of the algorithms with an undecided pair when it is 2 or 3 on at most
-        ``FEW_RUNS_TASKS`` tasks under the expanded scheme, in an audit written before the estimate counted the
-        p-value floor (where it was measured to fall short of its power), else ``None``."""
+        ``FEW_RUNS_TASKS`` tasks under the expanded scheme, in an audit written before 2026-12-06 (its estimate
+        was measured to fall short of its power there: neither ``FLOOR_CLAUSE`` nor ``MEDIAN_CLAUSE`` in its
+        method), else ``None``."""
         settings = self.audit.get("settings", {})
+        method = settings.get("runs_needed_method") or ""
         if (settings.get("interval_method") != "expanded" or len(self.tasks) > FEW_RUNS_TASKS
-                or FLOOR_CLAUSE in (settings.get("runs_needed_method") or "")):
+                or FLOOR_CLAUSE in method or MEDIAN_CLAUSE in method):
             return None
         paired = {name for o in self.runs_needed for name in (o.a, o.b)}
         runs = [int(d["n_runs"]) for d in self.audit["data"].get("design") or [] if d["algorithm"] in paired]
@@ -248,9 +256,9 @@ class Report:
             return ""
         return (f"With {self.few_runs} runs per task on {len(self.tasks)} tasks, read these as lower bounds: in "
                 "simulation (5 tasks, 2-3 runs per task, 70 tests), following the estimate decided 60-86 % of studies "
-                "for the promised 80 %, least often on heavy-tailed and integer scores, mostly because those estimates "
-                "did not ask that the smallest p-value the replicates reach be below the level (docs/audit.md, Runs "
-                "needed: the smallest reachable p-value).")
+                "for the promised 80 %, least often on heavy-tailed and integer scores: the audit then could not "
+                "decide past its bootstrap replicates, and the estimate planned on the pilot's plain standard error "
+                "(docs/audit.md, Runs needed).")
 
     @property
     def runs_needed_range_column(self) -> bool:
