@@ -426,6 +426,9 @@ def test_a_gap_past_the_replicates_is_decided_on_its_standard_error():
     assert all(math.isfinite(o["diff_lo"]) and o["diff_lo"] < 0 < o["diff_hi"] < math.inf for o in null)
     percentile = run_audit(table_from(cells), settings.replace(interval_method="percentile"))
     assert all(o["decision"] == "a>b" for o in percentile.orderings if o["a"] == "A")
+    said = "2 P(T_nu > |diff_point| / diff_se) when that is smaller (the t reading carried past the replicates)"
+    assert said in res.to_dict()["settings"]["correction_description"]
+    assert said not in percentile.to_dict()["settings"]["correction_description"]
 
 def test_runs_needed_at_few_runs_and_many_tests_against_simulation():
     """The flagship's design: 5 tasks, 2 runs per task, a strict (Bonferroni over 70 tests) level. Following the

@@ -636,7 +636,7 @@ def settings_doc(sel: Selection, settings: AuditSettings, metrics: Sequence[str]
         "correction": settings.correction,
         "correction_description": correction_description(settings.correction, settings.alpha, n_pairs * n_budgets,
                                                          n_pairs * max(n_budgets - 1, 0), settings.metric,
-                                                         all(sel.paired.values())),
+                                                         all(sel.paired.values()), settings.scheme == "expanded"),
         "n_tests": m,
         "runs_needed_method": method_description(settings.alpha, m, settings.power, settings.runs_needed_cap,
                                                  settings.min_effect, t_reading=settings.scheme == "expanded"),

@@ -209,8 +209,10 @@ def _min_p_steps(p: np.ndarray, order: np.ndarray, n: int, alpha: float,
 
 
 def correction_description(correction: str, alpha: float, n_orderings: int, n_changes: int, metric: str,
-                           paired: bool) -> str:
-    """One paragraph saying exactly how the family-wise error is controlled (``settings.correction_description``)."""
+                           paired: bool, t_reading: bool = False) -> str:
+    """One paragraph saying exactly how the family-wise error is controlled (``settings.correction_description``);
+    ``t_reading``: the p-values and intervals are read on Student's t (the expanded scheme,
+    ``rlaudit.audit.engine.member_p_value`` and ``member_interval``)."""
     m = n_orderings + n_changes
     family = (f"{n_orderings} ordering(s) (pairs x budgets) and {n_changes} change test(s) (pairs x each budget "
               f"vs the last) = {m} test(s) of this audit under {metric}")
@@ -221,6 +223,16 @@ def correction_description(correction: str, alpha: float, n_orderings: int, n_ch
               f"the replicates D of its statistic ({draws}). A test is decided iff its interval [diff_lo, "
               f"diff_hi] (percentile interval of D at level ci_level) excludes 0, the same event as "
               f"p_adjusted < alpha. Other metrics form their own families, controlled the same way.")
+    if t_reading:
+        common = (f"Each test's bootstrap two-sided p-value p = (2 min(#(D<=0), #(D>=0)) + 1) / (reps + 1) over the "
+                  f"replicates D of its statistic ({draws}) is read on Student's t with the test's effective degrees "
+                  f"of freedom nu (Welch-Satterthwaite over its tasks' variance contributions): 2 P(T_nu > "
+                  f"Phi^-1(1 - p/2)); where no replicate lies on the other side of 0, 2 P(T_nu > |diff_point| / "
+                  f"diff_se) when that is smaller (the t reading carried past the replicates). A test is decided iff "
+                  f"its interval [diff_lo, diff_hi] excludes 0, the same event as p_adjusted < alpha: the percentile "
+                  f"interval of D at the level whose t reading is 1 - ci_level or, where no replicate resolves that "
+                  f"level, diff_point -/+ t_nu^-1((1 + ci_level) / 2) diff_se widened to cover every replicate. "
+                  f"Other metrics form their own families, controlled the same way.")
     if correction == "bonferroni":
         return (f"Bonferroni over {family}: every test at level {alpha:g}/{m}, so the family-wise error rate is "
                 f"at most {alpha:g}. p_adjusted = min(1, {m} p). " + common)
