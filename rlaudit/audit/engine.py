@@ -463,7 +463,7 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
     # tails too thin), and past the replicates on |D| / se where no replicate crosses 0 (member_p_value); the joint
     # bootstrap still supplies the dependence between tests (max-T).
     dfs = [boot.df(cells(i), j) for i in range(len(members))]
-    p_values = [member_p_value(statistic(i)[1], statistic(i)[0], dfs[i]) for i in range(len(members))]
+    p_values = [member_p_value(d, point, df) for (point, d), df in zip(map(statistic, range(len(members))), dfs)]
     fam = control_family(p_values, boot.reps, settings.alpha, settings.correction,
                          null_column=lambda i: null_tails(statistic(i)[1]),
                          raw_level=lambda i, c: float(bootstrap.normal_level(c, dfs[i])))
