@@ -435,7 +435,8 @@ def main() -> None:
                          "scheme): t (the default's: 2 P(T_nu > |D| / se) when below the floor's t reading, the t "
                          "reading's premise carried past the replicates), floor (the rule until 2026-12-06: the t "
                          "reading of 1 / (reps + 1) however large the gap, and runs needed waiting for a run count "
-                         "where that is below the level); measurement only")
+                         "where that is below the level; with --rn-se plain, that morning's estimate exactly); "
+                         "measurement only")
     ap.add_argument("--rn-se", default="median", choices=("median", "plain"),
                     help="runs-needed power: the standard error the estimate plans on: median (the default's: the "
                          "median-unbiased se * sqrt(nu / chi2_nu(0.5))), plain (the pilot's se as measured, the "
