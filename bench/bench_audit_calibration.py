@@ -48,6 +48,7 @@ from rlaudit.audit.calibration import detect_shapes
 from rlaudit.audit.engine import Progress, Selection, bootstrap_aggregates, decide_family
 from rlaudit.audit.runs_needed import runs_needed
 from rlaudit.audit.settings import AuditSettings
+from rlaudit.stats import bootstrap
 
 RHO = 0.8
 """Correlation of a run's latent score between budgets (nested regimes)."""
@@ -203,6 +204,16 @@ def audit_many(sets_by_algorithm: dict[str, list], settings: AuditSettings, reps
     return boot, decide_family(sel, boot, settings, "iqm")
 
 
+def past_the_replicates(boot, key, confidence: float, reps: int) -> bool:
+    """Whether the expanded interval of ``key`` (IQM) sits at a t-corrected level no percentile of its replicates
+    resolves (``bootstrap.scheme_interval`` then gives ``bootstrap.t_interval_past``; until 2026-12-06 unbounded)."""
+    if key not in boot.df_parts:
+        return False
+    contributions, dfs = boot.df_parts[key]
+    df = bootstrap.effective_df(contributions[0], dfs)
+    return float(bootstrap.normal_level(1.0 - confidence, df)) * reps < 2.0
+
+
 def crossing_shifts(sd: np.ndarray, growth) -> list[np.ndarray]:
     """Per budget, the planted crossing's shift of A's runs per task (``sd``: shape ``(n_tasks,)``): ahead by
     0.5 SD at the first budget, behind by 0.5 SD at the last, linear between (ahead by 0.5 SD with one budget)."""
@@ -224,7 +235,7 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
     sd = bench.sd()
     names = [chr(ord("A") + k) for k in range(n_algorithms)]
     rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
-    cover = n_cover = fwer = power = 0
+    cover = n_cover = fwer = power = cover_past = n_past = 0
     # Null diagnostics: which kind of member makes the false findings, and how often a member's own (t-read)
     # p-value falls below alpha and below alpha / m (the level a family of m members works at): a valid
     # p-value does so at most alpha and alpha / m of the time.
@@ -237,8 +248,12 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
                                reps, budgets)
         for row in boot.aggregates:
             if row["algorithm"] == "A":
-                cover += row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
+                hit = row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
+                cover += hit
                 n_cover += 1
+                if past_the_replicates(boot, ("A", row["budget"]), settings.confidence, reps):
+                    cover_past += hit
+                    n_past += 1
         false_order = any(o["decision"] != "inconclusive" for o in fam.orderings.values())
         false_change = any(c["decision"] == "changed" for c in fam.changes)
         fwer += false_order or false_change
@@ -256,7 +271,8 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
         first, last = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(n_budgets, "A", "B")]["decision"]
         power += first == "a>b" and last == "b>a"
     return {"cover": rate(cover, n_cover), "fwer": rate(fwer, sims), "power": rate(power, sims),
-            "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims},
+            "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims,
+                       "cover_past": cover_past, "n_past": n_past},
             "diagnostics": diag | {"levels": levels}}
 
 
@@ -780,8 +796,8 @@ def shape_table(args, sims: int) -> None:
                               f"{time.perf_counter() - t0:5.0f}", flush=True)
                         if args.null_only:  # the counts, so that measurements of one cell can be pooled
                             c = r["counts"]
-                            print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}",
-                                  flush=True)
+                            print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}; "
+                                  f"past the replicates: cover {c['cover_past']}/{c['n_past']}", flush=True)
                         if args.diagnose:
                             d = r["diagnostics"]
                             print(f"    null false findings: orderings {rate(d['fwer_orderings'], sims)}, changes "

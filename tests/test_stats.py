@@ -183,19 +183,38 @@ def test_expanded_scheme_interval_wider_than_percentile_and_percentile_is_rliabl
     assert lo_e < lo_p and hi_e > hi_p
 
 
-def test_expanded_interval_unbounded_when_the_t_level_is_beyond_the_replicates():
+def test_expanded_interval_past_the_replicates_is_the_t_interval():
     """One task of two runs has 1 degree of freedom: the t-corrected 95 % level, 2 Phi(-12.7) ~ 6e-37, lies beyond
-    any replicate, so the interval is unbounded rather than an error (it used to raise 'confidence ... 1.0')."""
+    any replicate (the interval used to be unbounded, and before that raised 'confidence ... 1.0'). Past the
+    replicates it is the t interval on the replicates' spread: for one task, about Student's interval of the
+    mean, mean -/+ t_1^-1(0.975) s / sqrt(n), computed here by scipy from the runs alone."""
     from rlaudit.stats.bootstrap import method_replicates, scheme_interval
 
     s = [np.array([1.0, 2.0])]
-    pt, exp = method_replicates([s], ["mean"], 1000, rng_for(0, "u"), method="expanded")
-    assert scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded") == (-np.inf, np.inf)
-    # with more runs the same call gives a finite interval around the mean
+    pt, exp = method_replicates([s], ["mean"], 4000, rng_for(0, "u"), method="expanded")
+    lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
+    t_lo, t_hi = scipy.stats.t.interval(0.95, 1, loc=1.5, scale=scipy.stats.sem(s[0]))  # [-4.85, 7.85]
+    assert lo < exp[0, :, 0].min() and hi > exp[0, :, 0].max()
+    assert lo == pytest.approx(t_lo, rel=0.05) and hi == pytest.approx(t_hi, rel=0.05)
+    # the percentile scheme at the same level stays inside the replicates
+    lo_p, hi_p = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "percentile")
+    assert exp[0, :, 0].min() <= lo_p and hi_p <= exp[0, :, 0].max()
+    # with more runs the same call gives the percentile interval of the expanded replicates, around the mean
     s = [np.arange(12.0)]
     pt, exp = method_replicates([s], ["mean"], 4000, rng_for(0, "u"), method="expanded")
     lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
-    assert np.isfinite(lo) and np.isfinite(hi) and lo < 5.5 < hi
+    assert exp[0, :, 0].min() < lo < 5.5 < hi < exp[0, :, 0].max()
+
+
+def test_t_interval_past_covers_every_replicate_and_is_unbounded_only_without_spread():
+    from rlaudit.stats.bootstrap import t_interval_past
+
+    values = np.array([0.0, 0.0, 0.0, 10.0])  # sd 5: at a loose level 5 -/+ 3.4 lies inside the range
+    assert t_interval_past(5.0, values, 0.5, 30.0) == (0.0, 10.0)
+    q = float(scipy.stats.t.isf(5e-7, 3.0))  # ~ 132: far past the range
+    lo, hi = t_interval_past(1.0, values, 1e-6, 3.0)
+    assert lo == pytest.approx(1.0 - 5.0 * q) and hi == pytest.approx(1.0 + 5.0 * q)
+    assert t_interval_past(2.0, np.full(5, 2.0), 1e-6, 3.0) == (-np.inf, np.inf)
 
 
 def test_rng_streams_independent_of_other_algorithms():

@@ -423,10 +423,7 @@ def member_interval(diffs: np.ndarray, point: float, k: int, level: float, df: f
     """
     if k >= 1:
         return interval_at(diffs, k)
-    se, q = float(np.std(diffs, ddof=1)), float(student_t.isf(level / 2.0, df))
-    if not (se > 0 and math.isfinite(q)):
-        return -math.inf, math.inf
-    return min(point - q * se, float(diffs.min())), max(point + q * se, float(diffs.max()))
+    return bootstrap.t_interval_past(point, diffs, level, df)
 
 
 def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, metric: str) -> Family:

@@ -528,7 +528,8 @@ def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, co
     percentile interval, with the Welch-Satterthwaite degrees of freedom of the per-task variances,
     :func:`effective_df`, in place of ``n - 1``; each task's ``n - 1`` times ``df_scale``, a smaller-sample
     correction the audit applies to data shapes on which Welch's normal-theory count overstates what a few
-    runs say about their spread, ``rlaudit.audit.calibration``).
+    runs say about their spread, ``rlaudit.audit.calibration``); where that level lies beyond the replicates
+    (about df <= 2.3 at 50,000 replicates), the t interval of :func:`t_interval_past`.
     """
     if method == "bca":
         return interval(point, values, confidence, "bca", jackknife(metric, score_set, gamma))
@@ -537,8 +538,23 @@ def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, co
         df = effective_df(variance_contributions(metric, arrays, gamma), [df_scale * (a.size - 1) for a in arrays])
         level = float(normal_level(1.0 - confidence, df))
         # With very few degrees of freedom (one task of two runs: df = 1) the t-corrected level lies beyond
-        # the last replicate (or underflows to 0): no percentile of these replicates bounds the interval.
+        # the last replicate (or underflows to 0): no percentile of these replicates resolves it.
         if level * values.size < 2.0:
-            return -math.inf, math.inf
+            return t_interval_past(point, values, 1.0 - confidence, df)
         confidence = 1.0 - level
     return interval(point, values, confidence, "percentile")
+
+
+def t_interval_past(point: float, values: np.ndarray, alpha: float, df: float) -> tuple[float, float]:
+    """The interval at a two-sided level ``alpha`` that no percentile of the replicates resolves, read on the
+    expanded scheme's own premise (the statistic about normal, its spread read on Student's t with ``df``
+    degrees of freedom): ``point -/+ t_df^-1(1 - alpha / 2) se``, ``se`` the replicates' standard deviation,
+    widened to cover every replicate (a percentile interval at a level the replicates resolve never reaches
+    past them, so the interval stays monotone in the level); ``(-inf, inf)`` when the replicates do not vary.
+    """
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    se = float(np.std(values, ddof=1)) if values.size > 1 else 0.0
+    q = float(student_t.isf(alpha / 2.0, df))
+    if not (se > 0 and math.isfinite(q)):
+        return -math.inf, math.inf
+    return min(point - q * se, float(values.min())), max(point + q * se, float(values.max()))
