@@ -215,6 +215,8 @@ def test_t_interval_past_covers_every_replicate_and_is_unbounded_only_without_sp
     lo, hi = t_interval_past(1.0, values, 1e-6, 3.0)
     assert lo == pytest.approx(1.0 - 5.0 * q) and hi == pytest.approx(1.0 + 5.0 * q)
     assert t_interval_past(2.0, np.full(5, 2.0), 1e-6, 3.0) == (-np.inf, np.inf)
+    # replicates equal but for rounding (a median on one task of tied runs): no spread to read, not a 0-width interval
+    assert t_interval_past(0.33, 0.33 + np.array([0.0, 5e-17, -5e-17, 0.0]), 1e-6, 3.0) == (-np.inf, np.inf)
 
 
 def test_rng_streams_independent_of_other_algorithms():

@@ -205,9 +205,10 @@ class Report:
                     "Student's t with the effective degrees of freedom of the per-task variances; when a task or "
                     "two carry almost all of the variance (few runs per task, or raw scores on different scales), "
                     "that level (for an ordering, the error-controlled one) lies beyond the most extreme bootstrap "
-                    "replicate. The rlaudit that wrote this audit (before 2026-12-06) left such an interval "
-                    "unbounded; audits since give the t interval past the replicates. More runs per task, or "
-                    "normalised scores, give a tighter one.")
+                    "replicate. Audits since 2026-12-06 give the t interval past the replicates there, unless "
+                    "the replicates do not vary at all (a median sitting on one task whose runs tie: no spread "
+                    "to read); audits written before left every such interval unbounded. More runs per task, or "
+                    "normalised scores, give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
 
     def runs_needed_range_cell(self, o: Ordering) -> str:

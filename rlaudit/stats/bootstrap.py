@@ -550,11 +550,13 @@ def t_interval_past(point: float, values: np.ndarray, alpha: float, df: float) -
     expanded scheme's own premise (the statistic about normal, its spread read on Student's t with ``df``
     degrees of freedom): ``point -/+ t_df^-1(1 - alpha / 2) se``, ``se`` the replicates' standard deviation,
     widened to cover every replicate (a percentile interval at a level the replicates resolve never reaches
-    past them, so the interval stays monotone in the level); ``(-inf, inf)`` when the replicates do not vary.
+    past them, so the interval stays monotone in the level); ``(-inf, inf)`` when the replicates do not vary
+    beyond rounding (a median sitting on one task whose runs tie: the per-task variances give df a spread the
+    replicates never show, so there is no se to read).
     """
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     se = float(np.std(values, ddof=1)) if values.size > 1 else 0.0
     q = float(student_t.isf(alpha / 2.0, df))
-    if not (se > 0 and math.isfinite(q)):
+    if not (se > 1e-9 * max(1.0, float(np.max(np.abs(values)))) and math.isfinite(q)):
         return -math.inf, math.inf
     return min(point - q * se, float(values.min())), max(point + q * se, float(values.max()))
