@@ -114,5 +114,19 @@ def test_two_runs_one_test_is_its_own_p_value(correction):
     assert row["p_value"] == pytest.approx(welch, rel=0.02)
     assert row["p_adjusted"] == row["p_value"]
     assert row["decision"] == "b>a"
+    # audit.json says the p-value was read past the replicates, and on how many degrees of freedom (Welch's: 2)
+    assert row["past_replicates"] is True
+    assert row["df"] == pytest.approx(scipy.stats.ttest_ind([1.0, 1.1], [1.5, 1.6], equal_var=False).df)
     strict = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",), alpha=0.01))
     assert strict.orderings[0]["decision"] == "inconclusive"
+
+
+def test_a_p_value_inside_the_replicates_is_not_marked_past_them():
+    """Ten runs a side that overlap: replicates fall on both sides of 0, so the bootstrap tail count gives the
+    p-value and ``past_replicates`` is false; ``df`` is still the t reading's (finite under ``expanded``)."""
+    rng = np.random.default_rng(3)
+    rows = [{"algorithm": a, "task": f"t{t}", "run": r, "budget": 100, "score": float(rng.normal(shift, 1.0))}
+            for a, shift in (("A", 0.0), ("B", 0.3)) for t in range(3) for r in range(10)]
+    table = ScoreTable.from_frame(pd.DataFrame(rows), ScoreMeta(normalized="minmax"))
+    (row,) = run_audit(table, AuditSettings(reps_pairwise=100, metrics=("iqm",))).orderings
+    assert row["past_replicates"] is False and 10 < row["df"] < 60

@@ -348,3 +348,19 @@ def test_rank_bump_markers_are_not_clipped_at_the_axis(doc):
         assert lines and not any(line.get_clip_on() for line in lines)
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------------- p-values read past the replicates
+def test_a_p_value_read_past_the_replicates_is_marked_and_explained(doc):
+    """An ordering whose p-value the audit read on t past the bootstrap replicates carries "†" after it, in
+    Markdown and HTML, with one note giving the degrees of freedom; the frozen audit (written before the field
+    existed) has neither."""
+    assert "†" not in _md(doc)
+    o = doc["orderings"][0]
+    o.update(past_replicates=True, df=2.04)
+    md = _md(doc)
+    row = next(line for line in md.splitlines() if line.startswith(f"| {o['a']} | {o['b']} |"))
+    assert row.count("†") == 1 and "†" in row.split("|")[5]  # the p column, not the adjusted one
+    assert md.count("†: no bootstrap replicate of the difference") == 1 and "ν (2.0 here" in md
+    html = render_text(build_model(doc), "html", {})
+    assert html.count("†</td>") == 1 and 'class="note past-replicates"' in html

@@ -468,12 +468,16 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
     for i, (kind, b, a1, a2) in enumerate(members):
         point, d = statistic(i)
         lo, hi = member_interval(d, point, int(fam.tail_limits[i]), float(fam.levels[i]), dfs[i])
+        # read past the replicates: none on the other side of 0, and |D| / se on t below the floor's t reading
+        past = min(tail_counts(d)) == 0 and p_values[i] < float(bootstrap.t_corrected_p(p_from_tail(0, d.size),
+                                                                                          dfs[i]))
         row = {"a": a1, "b": a2, "metric": metric, "diff_point": point, "diff_lo": lo, "diff_hi": hi,
                "diff_se": float(np.std(d, ddof=1)), "ci_level": 1.0 - float(fam.levels[i]),
-               "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i])}
+               "p_value": float(fam.p_values[i]), "p_adjusted": float(fam.p_adjusted[i]), "df": dfs[i],
+               "past_replicates": bool(past)}
         if kind == "order":
             orderings[(b, a1, a2)] = {"budget": b, **row, "decision": decision_label(bool(fam.decided[i]), lo, hi, hib),
-                                      "direction": point_decision(point, hib), "df": dfs[i]}
+                                      "direction": point_decision(point, hib)}
         else:
             changes.append({"budget_low": b, "budget_high": last, **row,
                             "decision": "changed" if fam.decided[i] else "inconclusive"})
@@ -483,7 +487,7 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
 # --------------------------------------------------------------------------------- 4. pairwise details
 
 ORDERING_KEYS = ("budget", "a", "b", "metric", "decision", "diff_point", "diff_lo", "diff_hi", "diff_se", "ci_level",
-                 "p_value", "p_adjusted")
+                 "p_value", "p_adjusted", "df", "past_replicates")
 
 
 def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, progress: Progress) -> list[dict]:

@@ -183,6 +183,10 @@ class Ordering:
     runs_needed_capped: bool
     runs_needed_range: tuple[int, int | None] | None = None
     """Runs needed over the effect's interval: ``(fewest, most)``, ``most`` ``None`` for "unbounded"."""
+    df: float | None = None
+    """The t reading's effective degrees of freedom (``None``: infinite, or an audit written before 2026-12-06)."""
+    past_replicates: bool = False
+    """Whether ``p_value`` was read on Student's t past the bootstrap replicates (none on the other side of 0)."""
 
     @classmethod
     def from_dict(cls, row: dict, where: str = "audit.json", index: int = 0, metric: str = "iqm") -> Ordering:
@@ -203,7 +207,7 @@ class Ordering:
             p_value=r("p_value", _float, None), p_adjusted=r("p_adjusted", _float, None),
             p_improvement=Interval.read(r, "p_improvement", "p_improvement_lo", "p_improvement_hi"),
             runs_needed=r("runs_needed", _int, None), runs_needed_capped=r("runs_needed_capped", _bool, False),
-            runs_needed_range=rng)
+            runs_needed_range=rng, df=r("df", _float, None), past_replicates=r("past_replicates", _bool, False))
 
     @property
     def winner(self) -> str | None:

@@ -211,6 +211,18 @@ class Report:
                     "normalised scores, give a bounded one.")
         return "[–, –]: no bounded interval at this level from these bootstrap replicates."
 
+    @property
+    def past_replicates_note(self) -> str:
+        """What "†" after a p-value means ("" when no ordering's p-value was read past the replicates)."""
+        past = [o for o in self.orderings if o.past_replicates]
+        if not past:
+            return ""
+        dfs = sorted(o.df for o in past if o.df is not None)
+        span = (f"{dfs[0]:.1f}" if dfs[0] == dfs[-1] else f"{dfs[0]:.1f}–{dfs[-1]:.1f}") if dfs else "?"
+        return (f"†: no bootstrap replicate of the difference lies on the other side of 0, so the replicates only "
+                f"bound its p-value; it is read on Student's t, 2 P(T_ν > |D| / se), with the test's effective "
+                f"degrees of freedom ν ({span} here; df in audit.json) — docs/audit.md, \"Beyond the replicates\".")
+
     def runs_needed_range_cell(self, o: Ordering) -> str:
         """The "over the CI" cell of an undecided pair, or ``""`` where it says nothing: an open range
         (``"6 or more"``: the interval contains 0) starting at one run more than the pair has is what every
