@@ -754,6 +754,8 @@ def _mutate(doc: dict, path: tuple, value) -> dict:
     (("aggregates", 5, "point"), "high", "audit.json: aggregates[5].point is 'high', expected a number"),
     (("orderings", 3, "runs_needed_capped"), "no", "audit.json: orderings[3].runs_needed_capped is 'no', expected "
                                                    "true or false"),
+    (("orderings", 1, "df"), "abc", "audit.json: orderings[1].df is 'abc', expected a number"),
+    (("orderings", 0, "past_replicates"), 3, "audit.json: orderings[0].past_replicates is 3, expected true or false"),
     (("inversions",), {"a": 1}, "audit.json: key 'inversions' has type dict, expected list"),
     (("per_task", 7, "n_runs"), "5", "audit.json: per_task[7].n_runs is '5', expected an integer"),
     (("profiles", 1, "taus"), ..., "audit.json: profiles[1] lacks key 'taus'"),
