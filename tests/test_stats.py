@@ -206,6 +206,24 @@ def test_expanded_interval_past_the_replicates_is_the_t_interval():
     assert exp[0, :, 0].min() < lo < 5.5 < hi < exp[0, :, 0].max()
 
 
+def test_expanded_mean_interval_past_the_replicates_is_the_welch_satterthwaite_interval():
+    """Five tasks of two runs, the mean: past the replicates the interval is the stratified mean -/+
+    t_nu^-1(0.975) se with se^2 = sum_m s_m^2 / (n_m T^2) and nu the Welch-Satterthwaite count over the tasks,
+    computed here from the runs alone (numpy and scipy), not from the bootstrap."""
+    from rlaudit.stats.bootstrap import method_replicates, scheme_interval
+
+    rng = np.random.default_rng(7)
+    s = [rng.normal(mu, sd, 2) for mu, sd in ((0.1, 0.05), (0.4, 0.3), (0.2, 0.02), (0.8, 0.01), (0.5, 0.04))]
+    pt, exp = method_replicates([s], ["mean"], 20_000, rng_for(0, "ws"), method="expanded")
+    lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
+    v = np.array([np.var(x, ddof=1) / (x.size * len(s) ** 2) for x in s])
+    nu = v.sum() ** 2 / np.sum(v ** 2 / 1.0)  # each task: n - 1 = 1 degree of freedom
+    assert nu < 2.3  # the 95 % level on t lies beyond 20,000 replicates
+    half = scipy.stats.t.isf(0.025, nu) * np.sqrt(v.sum())
+    mean = np.mean([x.mean() for x in s])
+    assert lo == pytest.approx(mean - half, rel=0.05) and hi == pytest.approx(mean + half, rel=0.05)
+
+
 def test_t_interval_past_covers_every_replicate_and_is_unbounded_only_without_spread():
     from rlaudit.stats.bootstrap import t_interval_past
 
