@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -424,11 +425,15 @@ def main() -> None:
                     help=f"comma list of {', '.join(SHAPES)}: the data-shape table instead (3 identical algorithms "
                          "under the null, nested budgets with rho 0.7; null FWER, IQM coverage, crossing power)")
     ap.add_argument("--n-budgets", default="2", help="budget counts for --shapes (comma list)")
-    ap.add_argument("--n-algorithms", type=int, default=3, help="algorithms for --shapes")
+    ap.add_argument("--n-algorithms", default="3", help="algorithms for --shapes (a comma list with --detect-only)")
     ap.add_argument("--diagnose", action="store_true",
                     help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
                          "often members' own p-values fall below alpha and alpha / m")
     ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
+    ap.add_argument("--detect-only", action="store_true",
+                    help="--shapes: no audits; how often the audit's data-shape detection (rlaudit.audit.calibration."
+                         "detect_shapes) finds each shape on the cells' null data sets (the same ones --null-only "
+                         "audits), for every --n-budgets and --n-algorithms value (comma lists)")
     ap.add_argument("--data-seed", type=int, default=0,
                     help="--shapes: seed of the simulated data sets (the committed tables use 0; another seed draws "
                          "fresh data sets, e.g. to re-measure a cell that was singled out for its high rate)")
@@ -481,7 +486,11 @@ def main() -> None:
 
         welch = _bootstrap.effective_df
         _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
+    if args.shapes and args.detect_only:
+        detection_table(args, sims)
+        return
     if args.shapes:
+        args.n_algorithms = int(args.n_algorithms)
         shape_table(args, sims)
         return
     rn_sims = args.rn_sims or max(sims // 2, 20)
@@ -752,6 +761,46 @@ def _floor_beyond() -> None:
     engine.member_interval = lambda diffs, point, k, level, df: interval_at(diffs, k)
     global RN_FLOOR
     RN_FLOOR = True
+
+
+def detection_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, n_algorithms: int,
+                   seed: int = 0) -> Counter:
+    """How often :func:`detect_shapes` finds each set of shapes on the null data sets of :func:`shape_cell` (same
+    generator, same draws in the same order, the crossing data sets drawn and discarded)."""
+    bench = ShapeBenchmark.make(shape, n_tasks)
+    growth = tuple(np.linspace(1.0, 2.0, n_budgets))
+    budgets = tuple(range(1, n_budgets + 1))
+    names = [chr(ord("A") + k) for k in range(n_algorithms)]
+    tasks = [f"t{t}" for t in range(n_tasks)]
+    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
+    found: Counter = Counter()
+    sd = bench.sd()
+    for _ in range(sims):
+        drawn = {a: bench.draw(rng, n_runs, growth) for a in names}
+        sets = {(a, b): drawn[a][i] for a in names for i, b in enumerate(budgets)}
+        found["+".join(sorted(e.shape for e in detect_shapes(sets, tasks))) or "none"] += 1
+        bench.draw(rng, n_runs, growth, crossing_shifts(sd, growth))
+        for _ in names[1:]:
+            bench.draw(rng, n_runs, growth)
+    return found
+
+
+def detection_table(args, sims: int) -> None:
+    """The data-shape detection table (``--shapes ... --detect-only``)."""
+    print(f"data-shape detection on the null data sets of --shapes: {sims} per cell, data seed {args.data_seed}; "
+          "counts of the shapes found (none: the plain Welch df; collapsed: each task's n - 1 halved)")
+    for shape in args.shapes.split(","):
+        for n_tasks in (int(x) for x in args.tasks.split(",")):
+            for n_runs in (int(x) for x in args.runs.split(",")):
+                for n_budgets in (int(x) for x in args.n_budgets.split(",")):
+                    for n_algorithms in (int(x) for x in args.n_algorithms.split(",")):
+                        found = detection_cell(shape, n_tasks, n_runs, n_budgets, sims, n_algorithms,
+                                               seed=args.data_seed)
+                        collapsed = sum(k for key, k in found.items() if "collapsed" in key.split("+"))
+                        print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, "
+                              f"{n_algorithms} algorithms ({n_algorithms * n_runs:3d} runs a task and budget): "
+                              f"collapsed found {rate(collapsed, sims)}; "
+                              + ", ".join(f"{key} {k}" for key, k in sorted(found.items())), flush=True)
 
 
 def shape_table(args, sims: int) -> None:

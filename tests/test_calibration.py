@@ -210,3 +210,12 @@ def test_bootstrap_t_candidate_influence_and_decisions(calibration_bench):
     same = {"A": base, "B": [[x.copy() for x in budget] for budget in base]}
     decided, _ = calibration_bench.bootstrap_t_family(same, 2_000, 0.05, np.random.default_rng(1))
     assert set(decided.values()) == {"inconclusive"}
+
+
+def test_detection_cell_counts_the_shapes_found_on_the_cells_null_data(calibration_bench):
+    """The bench's --detect-only cell: collapsing seeds are found on (nearly) every data set; on skewed runs at
+    5 algorithms x 5 runs almost never (bench/results/shape_detection_false_positives.txt: 3 of 300)."""
+    collapsing = calibration_bench.detection_cell("collapsed", 5, 3, 2, 30, 3)
+    assert sum(collapsing.values()) == 30 and collapsing["collapsed"] >= 27
+    skewed = calibration_bench.detection_cell("gamma", 5, 5, 2, 30, 5)
+    assert skewed["none"] >= 27
