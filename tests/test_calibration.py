@@ -98,6 +98,21 @@ def test_supported_rates_nearest_row():
     assert not ROWS[0].holds and ROWS[2].holds
 
 
+def test_supported_rates_match_the_number_of_tests():
+    """A 5-algorithm, 4-budget design (70 tests: the flagship's) reads its own measured row, not the 9-test one;
+    at 3 runs on skewed data that row misses the coverage target (91.3 %), and the checklist says so."""
+    flagship = supported_rates("gamma", 5, 3, 4, n_algorithms=5)
+    assert (flagship.n_algorithms, flagship.n_budgets, flagship.n_tests) == (5, 4, 70)
+    assert not flagship.holds and flagship.coverage[0] == 91.3 and flagship.power is None
+    small = supported_rates("gamma", 5, 3, 2)
+    assert (small.n_algorithms, small.n_tests) == (3, 9) and small.holds
+    assert "5 algorithms" in flagship.describe() and "power" not in flagship.describe()
+    # budgets before tests: 7 algorithms at 1 budget (21 tests) read the 2-budget row, not 4 budgets' 21 tests
+    assert supported_rates("gamma", 26, 5, 1, n_algorithms=7).n_budgets == 2
+    assert supported_rates("gamma", 5, 5, 4, n_algorithms=3).n_tests == 21  # same budgets: the nearer family
+    assert supported_rates("gamma", 5, 5, 4, n_algorithms=5).n_tests == 70
+
+
 def test_every_measured_shape_and_size_is_in_the_table():
     shapes = {r.shape for r in CALIBRATION}
     assert {"gamma", "collapsed", "heavy", "discrete"} <= shapes

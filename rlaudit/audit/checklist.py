@@ -213,8 +213,9 @@ def calibration_text(row: dict) -> str:
     """A measured calibration row in words: ``"measured on seeds that collapse ... at 5 tasks x 5 runs, 2
     budgets: null family-wise error 6.9 % [5.4, 8.7], 95 % IQM coverage 89.1 %"``."""
     rate, lo, hi = row["fwer"]
+    algorithms = f", {row['n_algorithms']} algorithms" if "n_algorithms" in row else ""
     return (f"measured on {SHAPE_WORDS.get(row['shape'], row['shape'])} at {row['n_tasks']} tasks x "
-            f"{row['n_runs']} runs, {row['n_budgets']} budgets: null family-wise error {rate:.1f} % "
+            f"{row['n_runs']} runs, {row['n_budgets']} budgets{algorithms}: null family-wise error {rate:.1f} % "
             f"[{lo:.1f}, {hi:.1f}], 95 % IQM coverage {row['coverage'][0]:.1f} %")
 
 

@@ -583,8 +583,9 @@ def calibration_doc(sel: Selection, settings: AuditSettings) -> dict:
     for another scheme, whose calibration is in ``docs/audit.md`` only)."""
     shapes = sel.shapes
     n_runs = int(sel.audited.groupby(["algorithm", "task", "budget"]).size().min())
-    rows = [calibration.supported_rates(s.shape, len(sel.tasks), n_runs, len(sel.budgets))
-            for s in shapes] or [calibration.supported_rates("gamma", len(sel.tasks), n_runs, len(sel.budgets))]
+    design = (len(sel.tasks), n_runs, len(sel.budgets))
+    rows = [calibration.supported_rates(s.shape, *design, n_algorithms=len(sel.algorithms)) for s in shapes] or \
+        [calibration.supported_rates("gamma", *design, n_algorithms=len(sel.algorithms))]
     rows = [r for r in rows if r is not None]
     # The least favourable measured row among the shapes found: the error rate the audit can stand behind.
     row = max(rows, key=lambda r: (not r.holds, r.fwer[0], -r.coverage[0]), default=None)
