@@ -769,26 +769,28 @@ def _floor_beyond() -> None:
     RN_FLOOR = True
 
 
-def detection_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, n_algorithms: int,
-                   seed: int = 0) -> Counter:
-    """How often :func:`detect_shapes` finds each set of shapes on the null data sets of :func:`shape_cell` (same
-    generator, same draws in the same order, the crossing data sets drawn and discarded)."""
-    bench = ShapeBenchmark.make(shape, n_tasks)
+def null_data_sets(bench: ShapeBenchmark, n_runs: int, n_budgets: int, sims: int, n_algorithms: int, rng):
+    """The null data sets of :func:`shape_cell`, one ``{(algorithm, budget): score set}`` per simulated audit: the
+    same generator and draws in the same order (the crossing data sets drawn and discarded)."""
     growth = tuple(np.linspace(1.0, 2.0, n_budgets))
-    budgets = tuple(range(1, n_budgets + 1))
     names = [chr(ord("A") + k) for k in range(n_algorithms)]
-    tasks = [f"t{t}" for t in range(n_tasks)]
-    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
-    found: Counter = Counter()
     sd = bench.sd()
     for _ in range(sims):
         drawn = {a: bench.draw(rng, n_runs, growth) for a in names}
-        sets = {(a, b): drawn[a][i] for a in names for i, b in enumerate(budgets)}
-        found["+".join(sorted(e.shape for e in detect_shapes(sets, tasks))) or "none"] += 1
+        yield {(a, b): drawn[a][b - 1] for a in names for b in range(1, n_budgets + 1)}
         bench.draw(rng, n_runs, growth, crossing_shifts(sd, growth))
         for _ in names[1:]:
             bench.draw(rng, n_runs, growth)
-    return found
+
+
+def detection_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, n_algorithms: int,
+                   seed: int = 0) -> Counter:
+    """How often :func:`detect_shapes` finds each set of shapes on the null data sets of :func:`shape_cell`."""
+    rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
+    tasks = [f"t{t}" for t in range(n_tasks)]
+    return Counter("+".join(sorted(e.shape for e in detect_shapes(sets, tasks))) or "none"
+                   for sets in null_data_sets(ShapeBenchmark.make(shape, n_tasks), n_runs, n_budgets, sims,
+                                              n_algorithms, rng))
 
 
 def coverage_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int, n_algorithms: int,
@@ -798,21 +800,15 @@ def coverage_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: i
     bootstrapped, from A's own stream (``rng_for(sim, "aggregate", "A")``, as in the full audit), so the intervals
     are those :func:`shape_cell` scores, at a fifth of the cost with 5 algorithms."""
     bench = ShapeBenchmark.make(shape, n_tasks)
-    growth = tuple(np.linspace(1.0, 2.0, n_budgets))
-    budgets = tuple(range(1, n_budgets + 1))
-    names = [chr(ord("A") + k) for k in range(n_algorithms)]
+    budgets = list(range(1, n_budgets + 1))
     tasks = [f"t{t}" for t in range(n_tasks)]
     settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method="expanded", reps=reps)
-    truth = [bench.population_iqm(g) for g in growth]
+    truth = [bench.population_iqm(g) for g in np.linspace(1.0, 2.0, n_budgets)]
     rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
-    sd = bench.sd()
     cover = n_cover = cover_past = n_past = halved = 0
-    for sim in range(sims):
-        drawn = {a: bench.draw(rng, n_runs, growth) for a in names}
-        sets = {(a, b): drawn[a][i] for a in names for i, b in enumerate(budgets)}
-        shapes = detect_shapes(sets, tasks)
-        sel = Selection(None, "none", ["A"], list(budgets), tasks, None, {k: v for k, v in sets.items() if k[0] == "A"},
-                        None, {"A": True}, shapes=shapes)
+    for sim, sets in enumerate(null_data_sets(bench, n_runs, n_budgets, sims, n_algorithms, rng)):
+        sel = Selection(None, "none", ["A"], budgets, tasks, None, {k: v for k, v in sets.items() if k[0] == "A"},
+                        None, {"A": True}, shapes=detect_shapes(sets, tasks))
         halved += sel.df_scale < 1.0
         boot = bootstrap_aggregates(sel, settings.replace(seed=sim), ["iqm"], reps, Progress())
         for row in boot.aggregates:
@@ -820,47 +816,42 @@ def coverage_cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, sims: i
             cover, n_cover = cover + hit, n_cover + 1
             if past_the_replicates(boot, ("A", row["budget"]), settings.confidence, reps):
                 cover_past, n_past = cover_past + hit, n_past + 1
-        bench.draw(rng, n_runs, growth, crossing_shifts(sd, growth))
-        for _ in names[1:]:
-            bench.draw(rng, n_runs, growth)
     return {"cover": rate(cover, n_cover), "counts": f"{cover}/{n_cover}", "past": f"{cover_past}/{n_past}",
             "halved": halved}
+
+
+def cells(args):
+    """Every (shape, tasks, runs, budgets, algorithms) cell of ``--shapes`` with comma-list sizes."""
+    for shape in args.shapes.split(","):
+        for n_tasks in (int(x) for x in args.tasks.split(",")):
+            for n_runs in (int(x) for x in args.runs.split(",")):
+                for n_budgets in (int(x) for x in args.n_budgets.split(",")):
+                    for n_algorithms in (int(x) for x in str(args.n_algorithms).split(",")):
+                        yield shape, n_tasks, n_runs, n_budgets, n_algorithms
 
 
 def coverage_table(args, sims: int) -> None:
     """The coverage-only table (``--shapes ... --coverage-only``)."""
     print(f"IQM coverage of A on the null data sets of --shapes, no decisions: {sims} per cell, {args.reps} "
           f"replicates, data seed {args.data_seed}; rates in % with 95% Clopper-Pearson intervals")
-    for shape in args.shapes.split(","):
-        for n_tasks in (int(x) for x in args.tasks.split(",")):
-            for n_runs in (int(x) for x in args.runs.split(",")):
-                for n_budgets in (int(x) for x in args.n_budgets.split(",")):
-                    for n_algorithms in (int(x) for x in args.n_algorithms.split(",")):
-                        t0 = time.perf_counter()
-                        r = coverage_cell(shape, n_tasks, n_runs, n_budgets, sims, args.reps, n_algorithms,
-                                          seed=args.data_seed)
-                        print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, {n_algorithms} "
-                              f"algorithms: cover {r['cover']} ({r['counts']}); past the replicates {r['past']}; "
-                              f"df halved (collapsed found) in {r['halved']} of {sims}  "
-                              f"{time.perf_counter() - t0:4.0f} s", flush=True)
+    for shape, n_tasks, n_runs, n_budgets, n_algorithms in cells(args):
+        t0 = time.perf_counter()
+        r = coverage_cell(shape, n_tasks, n_runs, n_budgets, sims, args.reps, n_algorithms, seed=args.data_seed)
+        print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, {n_algorithms} algorithms: "
+              f"cover {r['cover']} ({r['counts']}); past the replicates {r['past']}; df halved (collapsed found) in "
+              f"{r['halved']} of {sims}  {time.perf_counter() - t0:4.0f} s", flush=True)
 
 
 def detection_table(args, sims: int) -> None:
     """The data-shape detection table (``--shapes ... --detect-only``)."""
     print(f"data-shape detection on the null data sets of --shapes: {sims} per cell, data seed {args.data_seed}; "
           "counts of the shapes found (none: the plain Welch df; collapsed: each task's n - 1 halved)")
-    for shape in args.shapes.split(","):
-        for n_tasks in (int(x) for x in args.tasks.split(",")):
-            for n_runs in (int(x) for x in args.runs.split(",")):
-                for n_budgets in (int(x) for x in args.n_budgets.split(",")):
-                    for n_algorithms in (int(x) for x in args.n_algorithms.split(",")):
-                        found = detection_cell(shape, n_tasks, n_runs, n_budgets, sims, n_algorithms,
-                                               seed=args.data_seed)
-                        collapsed = sum(k for key, k in found.items() if "collapsed" in key.split("+"))
-                        print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, "
-                              f"{n_algorithms} algorithms ({n_algorithms * n_runs:3d} runs a task and budget): "
-                              f"collapsed found {rate(collapsed, sims)}; "
-                              + ", ".join(f"{key} {k}" for key, k in sorted(found.items())), flush=True)
+    for shape, n_tasks, n_runs, n_budgets, n_algorithms in cells(args):
+        found = detection_cell(shape, n_tasks, n_runs, n_budgets, sims, n_algorithms, seed=args.data_seed)
+        collapsed = sum(k for key, k in found.items() if "collapsed" in key.split("+"))
+        print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, {n_algorithms} algorithms "
+              f"({n_algorithms * n_runs:3d} runs a task and budget): collapsed found {rate(collapsed, sims)}; "
+              + ", ".join(f"{key} {k}" for key, k in sorted(found.items())), flush=True)
 
 
 def shape_table(args, sims: int) -> None:
