@@ -235,6 +235,12 @@ def test_t_interval_past_covers_every_replicate_and_is_unbounded_only_without_sp
     assert t_interval_past(2.0, np.full(5, 2.0), 1e-6, 3.0) == (-np.inf, np.inf)
     # replicates equal but for rounding (a median on one task of tied runs): no spread to read, not a 0-width interval
     assert t_interval_past(0.33, 0.33 + np.array([0.0, 5e-17, -5e-17, 0.0]), 1e-6, 3.0) == (-np.inf, np.inf)
+    # ... and the member p-value past the replicates reads the same se: no spread, no t reading (stays at the floor)
+    from rlaudit.audit.engine import member_p_value
+
+    rounded = 0.33 + np.array([0.0, 5e-17, -5e-17, 0.0])
+    assert member_p_value(rounded, 0.33, 3.0) == pytest.approx(float(scipy.stats.t.sf(scipy.stats.norm.isf(0.2 / 2),
+                                                                                       3.0) * 2))
 
 
 def test_rng_streams_independent_of_other_algorithms():

@@ -401,7 +401,7 @@ def member_p_value(diffs: np.ndarray, point: float, df: float) -> float:
     tail = min(tail_counts(diffs))
     p = float(bootstrap.t_corrected_p(p_from_tail(tail, diffs.size), df))
     if tail == 0 and math.isfinite(df):
-        se = float(np.std(diffs, ddof=1))
+        se = bootstrap.replicate_se(diffs)  # the se member_interval reads: decided iff the interval excludes 0
         if se > 0 and point * float(np.mean(diffs)) > 0:
             p = min(p, float(2.0 * student_t.sf(abs(point) / se, df)))
     return p

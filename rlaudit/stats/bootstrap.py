@@ -555,8 +555,16 @@ def t_interval_past(point: float, values: np.ndarray, alpha: float, df: float) -
     replicates never show, so there is no se to read).
     """
     values = np.asarray(values, dtype=np.float64).reshape(-1)
-    se = float(np.std(values, ddof=1)) if values.size > 1 else 0.0
-    q = float(student_t.isf(alpha / 2.0, df))
-    if not (se > 1e-9 * max(1.0, float(np.max(np.abs(values)))) and math.isfinite(q)):
+    se, q = replicate_se(values), float(student_t.isf(alpha / 2.0, df))
+    if not (se > 0 and math.isfinite(q)):
         return -math.inf, math.inf
     return min(point - q * se, float(values.min())), max(point + q * se, float(values.max()))
+
+
+def replicate_se(values: np.ndarray) -> float:
+    """The replicates' standard deviation, the se the t reading past the replicates uses; 0 when they vary only
+    by rounding (below 1e-9 of their magnitude), so that a p-value and an interval read past the replicates
+    agree on whether there is a spread to read."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    se = float(np.std(values, ddof=1)) if values.size > 1 else 0.0
+    return se if se > 1e-9 * max(1.0, float(np.max(np.abs(values)))) else 0.0
