@@ -841,12 +841,24 @@ def test_unbounded_interval_is_explained_in_every_format(audit_doc, tmp_path):
     _tex_structure(tex)
     (tmp_path / "tables.tex").write_text(tex)
     _pdflatex(tmp_path)
-    assert md.count("no bounded interval at this level") == 2  # under the aggregates and under the orderings
+    assert md.count("no bounded interval at this level") == 1  # under the aggregates; every ordering is bounded
+    assert "A dashed arrow" in md
 
     only_ordering = copy.deepcopy(audit_doc)
     only_ordering["settings"]["interval_method"] = "expanded"
     only_ordering["orderings"][0]["diff_lo"] = only_ordering["orderings"][0]["diff_hi"] = None
-    assert "no bounded interval at this level" in render_text(build_model(only_ordering), "md", figures)
+    md = render_text(build_model(only_ordering), "md", figures)
+    assert md.count("no bounded interval at this level") == 1 and "effective degrees of freedom" in md
+    assert "A dashed arrow" not in md  # the aggregates' figure has no unbounded side
+    tex = render_text(build_model(only_ordering), "tex", figures)
+    assert "effective degrees of freedom" in tex and tex.count("no bounded interval at this level") == len(
+        build_model(only_ordering).budgets)  # every orderings caption, no aggregate caption
+
+    both = copy.deepcopy(only_ordering)
+    both["aggregates"] = doc["aggregates"]
+    md = render_text(build_model(both), "md", figures)
+    assert md.count("beyond the most extreme bootstrap") == 1  # explained once, under the aggregates
+    assert md.count("no bounded interval at this level (why: the aggregate metrics' note)") == 1
 
 
 def test_setup_names_the_normalisation_references_and_their_source():

@@ -194,12 +194,21 @@ class Report:
         """Budget unit in words."""
         return unit_name(self.budget_unit)
 
-    @property
-    def unbounded_note(self) -> str:
-        """Why some interval of an aggregate or an ordering shows "–" ("" when every one is bounded)."""
-        intervals = [*self.aggregates.values(), *(o.diff for o in self.orderings)]
-        if not any(iv.point is not None and (iv.lo is None or iv.hi is None) for iv in intervals):
+    def unbounded_note_at(self, table: str) -> str:
+        """Why some interval shows "–": the "[–, –]" note under ``table`` (``"aggregates"`` or ``"orderings"``), ``""`` when each of its
+        intervals is bounded. The full explanation goes under the first table that has one; the orderings'
+        note points back to it when the aggregates already carry it."""
+        def unbounded(intervals) -> bool:
+            return any(iv.point is not None and (iv.lo is None or iv.hi is None) for iv in intervals)
+
+        in_aggregates = unbounded(self.aggregates.values())
+        if table == "aggregates" and not in_aggregates:
             return ""
+        if table == "orderings":
+            if not unbounded(o.diff for o in self.orderings):
+                return ""
+            if in_aggregates:
+                return "[–, –]: no bounded interval at this level (why: the aggregate metrics' note)."
         if self.audit.get("settings", {}).get("interval_method") == "expanded":
             return ("[–, –]: no bounded interval at this level. The expanded bootstrap reads its interval on "
                     "Student's t with the effective degrees of freedom of the per-task variances; when a task or "
