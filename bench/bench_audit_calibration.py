@@ -440,9 +440,17 @@ def main() -> None:
     ap.add_argument("--data-seed", type=int, default=0,
                     help="--shapes: seed of the simulated data sets (the committed tables use 0; another seed draws "
                          "fresh data sets, e.g. to re-measure a cell that was singled out for its high rate)")
-    ap.add_argument("--df-rule", default="welch", choices=("welch", "half"),
+    ap.add_argument("--df-rule", default="welch", type=df_rule,
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
-                         "task's n - 1 halved: a smaller-sample correction); measurement only")
+                         "task's n - 1 halved: a smaller-sample correction), minus:C (each task's n - 1 - C, at "
+                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs); measurement only")
+    ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
+                    help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
+                         "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
+                         "inside the pooled trimming window, minus 1, at least 1); measurement only, intervals only")
+    ap.add_argument("--no-shape-df", action="store_true",
+                    help="candidate: the t reading ignores the data shapes found (no halving where seeds collapse; "
+                         "with --df-rule minus:C, a design-independent rule); measurement only")
     ap.add_argument("--candidate", default=None, choices=("permutation", "bootstrap-t"),
                     help="--shapes: instead of the audit, on the same data sets: 'permutation', the orderings alone "
                          "by a permutation max-T (2,000 relabellings of runs between algorithms within each task; "
@@ -484,11 +492,22 @@ def main() -> None:
     if args.rn_se == "plain":
         global RN_PLAIN_SE
         RN_PLAIN_SE = True
-    if args.df_rule == "half":
+    if args.df_rule != "welch":
         from rlaudit.stats import bootstrap as _bootstrap
 
         welch = _bootstrap.effective_df
-        _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
+        if args.df_rule == "half":
+            _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
+        else:
+            c = float(args.df_rule.split(":")[1])
+            _bootstrap.effective_df = lambda v, dfs: welch(v, np.maximum(np.asarray(dfs, dtype=np.float64) - c,
+                                                                         np.minimum(dfs, 1.0)))
+    if args.iqm_df == "yuen":
+        _yuen_iqm_df()
+    if args.no_shape_df:
+        from rlaudit.audit import calibration as _calibration
+
+        _calibration.DF_SCALE = {}
     if args.shapes and args.detect_only:
         detection_table(args, sims)
         return
@@ -830,10 +849,51 @@ def cells(args):
                         yield shape, n_tasks, n_runs, n_budgets, n_algorithms
 
 
+def _yuen_iqm_df() -> None:
+    """``--iqm-df yuen``: the IQM's aggregate interval reads each task's degrees of freedom as Yuen's trimmed-mean
+    count (its runs inside the pooled trimming window, minus 1, at least 1), times the shape's ``df_scale``."""
+    from rlaudit.stats import bootstrap as _bootstrap
+    from rlaudit.stats.metrics import TRIM
+
+    plain = _bootstrap.scheme_interval
+
+    def scheme_interval(metric, score_set, point, values, confidence, method, gamma=1.0, df_scale=1.0):
+        if method != "expanded" or metric != "iqm":
+            return plain(metric, score_set, point, values, confidence, method, gamma, df_scale)
+        arrays = _bootstrap.as_score_set(score_set)
+        pooled = np.sort(np.concatenate(arrays))
+        k = int(TRIM * pooled.size)
+        lo, hi = pooled[k], pooled[pooled.size - k - 1]
+        dfs = [df_scale * max(int(np.count_nonzero((x >= lo) & (x <= hi))) - 1, 1) if x.size > 1 else 0.0
+               for x in arrays]
+        df = _bootstrap.effective_df(_bootstrap.variance_contributions(metric, arrays, gamma), dfs)
+        level = float(_bootstrap.normal_level(1.0 - confidence, df))
+        if level * values.size < 2.0:
+            return _bootstrap.t_interval_past(point, values, 1.0 - confidence, df)
+        return _bootstrap.interval(point, values, 1.0 - level, "percentile")
+
+    _bootstrap.scheme_interval = scheme_interval
+
+
+def df_rule(text: str) -> str:
+    """``--df-rule``: ``welch``, ``half`` or ``minus:C`` with ``C >= 0``."""
+    if text in ("welch", "half"):
+        return text
+    head, _, c = text.partition(":")
+    try:
+        ok = head == "minus" and float(c) >= 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"expected welch, half or minus:C with C >= 0, got {text!r}")
+    return text
+
+
 def coverage_table(args, sims: int) -> None:
     """The coverage-only table (``--shapes ... --coverage-only``)."""
     print(f"IQM coverage of A on the null data sets of --shapes, no decisions: {sims} per cell, {args.reps} "
-          f"replicates, data seed {args.data_seed}; rates in % with 95% Clopper-Pearson intervals")
+          f"replicates, data seed {args.data_seed}, df rule {args.df_rule}, IQM df {args.iqm_df}"
+          f"{', shapes ignored by the df' if args.no_shape_df else ''}; rates in % with 95% Clopper-Pearson intervals")
     for shape, n_tasks, n_runs, n_budgets, n_algorithms in cells(args):
         t0 = time.perf_counter()
         r = coverage_cell(shape, n_tasks, n_runs, n_budgets, sims, args.reps, n_algorithms, seed=args.data_seed)
