@@ -448,6 +448,10 @@ def main() -> None:
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
                          "inside the pooled trimming window, minus 1, at least 1); measurement only, intervals only")
+    ap.add_argument("--collapse-rule", default="floor", choices=("floor", "skip-floor"),
+                    help="candidate collapse detection: floor (the default's: every run within 5 %% of the task's "
+                         "range above its lowest run counts), skip-floor (the lowest run itself does not); "
+                         "measurement only")
     ap.add_argument("--no-shape-df", action="store_true",
                     help="candidate: the t reading ignores the data shapes found (no halving where seeds collapse; "
                          "with --df-rule minus:C, a design-independent rule); measurement only")
@@ -504,6 +508,10 @@ def main() -> None:
                                                                          np.minimum(dfs, 1.0)))
     if args.iqm_df == "yuen":
         _yuen_iqm_df()
+    if args.collapse_rule == "skip-floor":
+        from rlaudit.audit import calibration as _calibration
+
+        _calibration.COLLAPSE_COUNT_FLOOR_RUN = False
     if args.no_shape_df:
         from rlaudit.audit import calibration as _calibration
 
@@ -892,7 +900,8 @@ def df_rule(text: str) -> str:
 def coverage_table(args, sims: int) -> None:
     """The coverage-only table (``--shapes ... --coverage-only``)."""
     print(f"IQM coverage of A on the null data sets of --shapes, no decisions: {sims} per cell, {args.reps} "
-          f"replicates, data seed {args.data_seed}, df rule {args.df_rule}, IQM df {args.iqm_df}"
+          f"replicates, data seed {args.data_seed}, df rule {args.df_rule}, IQM df {args.iqm_df}, collapse rule "
+          f"{args.collapse_rule}"
           f"{', shapes ignored by the df' if args.no_shape_df else ''}; rates in % with 95% Clopper-Pearson intervals")
     for shape, n_tasks, n_runs, n_budgets, n_algorithms in cells(args):
         t0 = time.perf_counter()
@@ -904,7 +913,8 @@ def coverage_table(args, sims: int) -> None:
 
 def detection_table(args, sims: int) -> None:
     """The data-shape detection table (``--shapes ... --detect-only``)."""
-    print(f"data-shape detection on the null data sets of --shapes: {sims} per cell, data seed {args.data_seed}; "
+    print(f"data-shape detection on the null data sets of --shapes: {sims} per cell, data seed {args.data_seed}, "
+          f"collapse rule {args.collapse_rule}; "
           "counts of the shapes found (none: the plain Welch df; collapsed: each task's n - 1 halved)")
     for shape, n_tasks, n_runs, n_budgets, n_algorithms in cells(args):
         found = detection_cell(shape, n_tasks, n_runs, n_budgets, sims, n_algorithms, seed=args.data_seed)

@@ -60,6 +60,27 @@ def test_detection_is_deterministic_and_names_the_cells():
     assert found.details["collapsed_runs"] >= 2 and "at 100" in found.summary
 
 
+def test_the_floor_setting_run_counts_unless_the_measured_alternative_is_chosen(monkeypatch):
+    """Two tasks of three runs a cell: each task's lowest run sits in a learning cell (median far above it), so
+    the calibrated rule counts 2 of 12 runs as collapsed; not counting the run that sets each task's floor leaves
+    none. A second run at the floor of each task (real collapse) is still counted: 2 runs, not the rule's 4."""
+    from rlaudit.audit import calibration
+
+    sets = {("A", 1): [np.array([0.0, 10.0, 11.0]), np.array([5.0, 6.0, 7.0])],
+            ("B", 1): [np.array([9.0, 10.0, 12.0]), np.array([0.0, 6.5, 7.5])]}
+    (found,) = detect_shapes(sets, ["x", "y"])
+    assert found.shape == "collapsed" and found.details["collapsed_runs"] == 2
+    monkeypatch.setattr(calibration, "COLLAPSE_COUNT_FLOOR_RUN", False)
+    assert detect_shapes(sets, ["x", "y"]) == []
+
+    sets[("A", 1)][0] = np.array([0.0, 0.1, 11.0, 12.0, 13.0])
+    sets[("B", 1)][1] = np.array([0.0, 0.2, 6.5, 7.5, 8.0])
+    (found,) = detect_shapes(sets, ["x", "y"])
+    assert found.shape == "collapsed" and found.details["collapsed_runs"] == 2
+    monkeypatch.setattr(calibration, "COLLAPSE_COUNT_FLOOR_RUN", True)
+    assert detect_shapes(sets, ["x", "y"])[0].details["collapsed_runs"] == 4
+
+
 def test_nothing_learned_is_not_collapse():
     """Every run at the floor (nothing learned yet) is not a bimodal cell."""
     sets = {(a, 1): [np.zeros(5), np.full(5, 0.01)] for a in "AB"}

@@ -28,6 +28,12 @@ COLLAPSE_FLOOR = 0.05
 runs at the budget) above the task's lowest run ..."""
 COLLAPSE_LEARNED = 0.30
 """... while the median run of its own cell lies at least this fraction of the range above that floor."""
+COLLAPSE_COUNT_FLOOR_RUN = True
+"""Whether the run that sets a task's floor (its lowest run at the budget) counts as collapsed. It is within
+``COLLAPSE_FLOOR`` of itself by definition, so with few runs a task and budget it alone can pass
+``COLLAPSE_MIN_FRACTION`` on data that never collapse (docs/audit.md, "The collapse rule's false alarms depend on
+the design's size"); the calibrated rule counts it, ``bench/bench_audit_calibration.py --collapse-rule skip-floor``
+measures the rule without it."""
 COLLAPSE_MIN_FRACTION = 0.05
 """Data are flagged ``collapsed`` when at least this fraction of the audited runs (and at least 2) collapse."""
 TIE_MIN_FRACTION = 0.25
@@ -203,12 +209,15 @@ def detect_shapes(sets: Mapping[tuple[str, int], Sequence[np.ndarray]], tasks: S
             cells = {a: np.asarray(sets[(a, b)][t], dtype=np.float64) for a in algorithms}
             pooled = np.concatenate(list(cells.values()))
             lo, rng = float(pooled.min()), float(pooled.max() - pooled.min())
+            floor_run = not COLLAPSE_COUNT_FLOOR_RUN  # one run per task and budget sets the floor
             for a, x in cells.items():
                 n_runs += x.size
                 _, counts = np.unique(x, return_counts=True)
                 ties += int(counts[counts > 1].sum())
+                sets_floor = floor_run and x.size > 0 and x.min() == lo
+                floor_run &= not sets_floor
                 if rng > 0 and np.median(x) >= lo + COLLAPSE_LEARNED * rng:
-                    k = int(np.count_nonzero(x <= lo + COLLAPSE_FLOOR * rng))
+                    k = int(np.count_nonzero(x <= lo + COLLAPSE_FLOOR * rng)) - sets_floor
                     if k:
                         collapsed += k
                         collapsed_cells.append(f"{task} ({a} at {b})")
