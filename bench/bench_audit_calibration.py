@@ -443,7 +443,8 @@ def main() -> None:
     ap.add_argument("--df-rule", default="welch", type=df_rule,
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction), minus:C (each task's n - 1 - C, at "
-                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs); measurement only")
+                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C (the same, "
+                         "at least (n - 1) / 2: halved at 2 runs); measurement only")
     ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
@@ -503,9 +504,13 @@ def main() -> None:
         if args.df_rule == "half":
             _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
         else:
-            c = float(args.df_rule.split(":")[1])
+            head, c = args.df_rule.split(":")[0], float(args.df_rule.split(":")[1])
+
+            def floor(dfs: np.ndarray) -> np.ndarray:
+                return dfs / 2.0 if head == "minus-half" else np.minimum(dfs, 1.0)
+
             _bootstrap.effective_df = lambda v, dfs: welch(v, np.maximum(np.asarray(dfs, dtype=np.float64) - c,
-                                                                         np.minimum(dfs, 1.0)))
+                                                                         floor(np.asarray(dfs, dtype=np.float64))))
     if args.iqm_df == "yuen":
         _yuen_iqm_df()
     if args.collapse_rule == "skip-floor":
@@ -884,16 +889,16 @@ def _yuen_iqm_df() -> None:
 
 
 def df_rule(text: str) -> str:
-    """``--df-rule``: ``welch``, ``half`` or ``minus:C`` with ``C >= 0``."""
+    """``--df-rule``: ``welch``, ``half``, ``minus:C`` or ``minus-half:C`` with ``C >= 0``."""
     if text in ("welch", "half"):
         return text
     head, _, c = text.partition(":")
     try:
-        ok = head == "minus" and float(c) >= 0
+        ok = head in ("minus", "minus-half") and float(c) >= 0
     except ValueError:
         ok = False
     if not ok:
-        raise argparse.ArgumentTypeError(f"expected welch, half or minus:C with C >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected welch, half, minus:C or minus-half:C with C >= 0, got {text!r}")
     return text
 
 
@@ -927,7 +932,9 @@ def detection_table(args, sims: int) -> None:
 def shape_table(args, sims: int) -> None:
     """The data-shape calibration table (``--shapes``)."""
     print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
-          f"df rule {args.df_rule}, p rule {args.p_rule}, beyond {args.beyond}, resampling {args.resampling}, "
+          f"df rule {args.df_rule}, IQM df {args.iqm_df}, collapse rule {args.collapse_rule}"
+          f"{' (shapes ignored by the df)' if args.no_shape_df else ''}, p rule {args.p_rule}, beyond {args.beyond}, "
+          f"resampling {args.resampling}, "
           f"data seed {args.data_seed}, "
           f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
           f"rates in % with 95% Clopper-Pearson intervals")
