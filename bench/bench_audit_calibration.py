@@ -443,8 +443,8 @@ def main() -> None:
     ap.add_argument("--df-rule", default="welch", type=df_rule,
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction), minus:C (each task's n - 1 - C, at "
-                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C (the same, "
-                         "at least (n - 1) / 2: halved at 2 runs); measurement only")
+                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C "
+                         "(the same, at least (n - 1) / 2: halved at 2 runs); measurement only")
     ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
@@ -504,22 +504,19 @@ def main() -> None:
         if args.df_rule == "half":
             _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
         else:
-            head, c = args.df_rule.split(":")[0], float(args.df_rule.split(":")[1])
+            head, _, c = args.df_rule.partition(":")
 
-            def floor(dfs: np.ndarray) -> np.ndarray:
-                return dfs / 2.0 if head == "minus-half" else np.minimum(dfs, 1.0)
+            def minus(v, dfs):
+                d = np.asarray(dfs, dtype=np.float64)
+                return welch(v, np.maximum(d - float(c), d / 2.0 if head == "minus-half" else np.minimum(d, 1.0)))
 
-            _bootstrap.effective_df = lambda v, dfs: welch(v, np.maximum(np.asarray(dfs, dtype=np.float64) - c,
-                                                                         floor(np.asarray(dfs, dtype=np.float64))))
+            _bootstrap.effective_df = minus
     if args.iqm_df == "yuen":
         _yuen_iqm_df()
-    if args.collapse_rule == "skip-floor":
-        from rlaudit.audit import calibration as _calibration
+    from rlaudit.audit import calibration as _calibration
 
-        _calibration.COLLAPSE_COUNT_FLOOR_RUN = False
+    _calibration.COLLAPSE_COUNT_FLOOR_RUN = args.collapse_rule == "floor"
     if args.no_shape_df:
-        from rlaudit.audit import calibration as _calibration
-
         _calibration.DF_SCALE = {}
     if args.shapes and args.detect_only:
         detection_table(args, sims)

@@ -195,9 +195,9 @@ class Report:
         return unit_name(self.budget_unit)
 
     def unbounded_note_at(self, table: str) -> str:
-        """Why some interval shows "–": the "[–, –]" note under ``table`` (``"aggregates"`` or ``"orderings"``), ``""`` when each of its
-        intervals is bounded. The full explanation goes under the first table that has one; the orderings'
-        note points back to it when the aggregates already carry it."""
+        """Why some interval shows "–": the "[–, –]" note under ``table`` (``"aggregates"`` or ``"orderings"``),
+        ``""`` when each of its intervals is bounded. The full explanation goes under the first table that has
+        one; the orderings' note points back to it when the aggregates already carry it."""
         def unbounded(intervals) -> bool:
             return any(iv.point is not None and (iv.lo is None or iv.hi is None) for iv in intervals)
 
