@@ -877,10 +877,7 @@ def _yuen_iqm_df() -> None:
         dfs = [df_scale * max(int(np.count_nonzero((x >= lo) & (x <= hi))) - 1, 1) if x.size > 1 else 0.0
                for x in arrays]
         df = _bootstrap.effective_df(_bootstrap.variance_contributions(metric, arrays, gamma), dfs)
-        level = float(_bootstrap.normal_level(1.0 - confidence, df))
-        if level * values.size < 2.0:
-            return _bootstrap.t_interval_past(point, values, 1.0 - confidence, df)
-        return _bootstrap.interval(point, values, 1.0 - level, "percentile")
+        return _bootstrap.expanded_interval(point, values, confidence, df)
 
     _bootstrap.scheme_interval = scheme_interval
 

@@ -536,13 +536,20 @@ def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, co
     if method == "expanded":
         arrays = as_score_set(score_set)
         df = effective_df(variance_contributions(metric, arrays, gamma), [df_scale * (a.size - 1) for a in arrays])
-        level = float(normal_level(1.0 - confidence, df))
-        # With very few degrees of freedom (one task of two runs: df = 1) the t-corrected level lies beyond
-        # the last replicate (or underflows to 0): no percentile of these replicates resolves it.
-        if level * values.size < 2.0:
-            return t_interval_past(point, values, 1.0 - confidence, df)
-        confidence = 1.0 - level
+        return expanded_interval(point, values, confidence, df)
     return interval(point, values, confidence, "percentile")
+
+
+def expanded_interval(point: float, values: np.ndarray, confidence: float, df: float) -> tuple[float, float]:
+    """The expanded scheme's interval from its replicates at ``df`` effective degrees of freedom: the percentile
+    interval at the level whose t-corrected value is ``1 - confidence``, or past the replicates
+    (:func:`t_interval_past`) where no percentile of them resolves that level."""
+    level = float(normal_level(1.0 - confidence, df))
+    # With very few degrees of freedom (one task of two runs: df = 1) the t-corrected level lies beyond
+    # the last replicate (or underflows to 0): no percentile of these replicates resolves it.
+    if level * values.size < 2.0:
+        return t_interval_past(point, values, 1.0 - confidence, df)
+    return interval(point, values, 1.0 - level, "percentile")
 
 
 def t_interval_past(point: float, values: np.ndarray, alpha: float, df: float) -> tuple[float, float]:
