@@ -444,7 +444,9 @@ def main() -> None:
                     help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
                          "task's n - 1 halved: a smaller-sample correction), minus:C (each task's n - 1 - C, at "
                          "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C "
-                         "(the same, at least (n - 1) / 2: halved at 2 runs); measurement only")
+                         "(the same, at least (n - 1) / 2: halved at 2 runs; a detected shape's halving applies "
+                         "first, so the two compound), smaller:C (minus-half:C where no shape is found, the shape's "
+                         "halving alone where one is: the smaller of the two, not both); measurement only")
     ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
@@ -498,19 +500,12 @@ def main() -> None:
         global RN_PLAIN_SE
         RN_PLAIN_SE = True
     if args.df_rule != "welch":
+        from rlaudit.audit import calibration as _calibration
         from rlaudit.stats import bootstrap as _bootstrap
 
-        welch = _bootstrap.effective_df
-        if args.df_rule == "half":
-            _bootstrap.effective_df = lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
-        else:
-            head, _, c = args.df_rule.partition(":")
-
-            def minus(v, dfs):
-                d = np.asarray(dfs, dtype=np.float64)
-                return welch(v, np.maximum(d - float(c), d / 2.0 if head == "minus-half" else np.minimum(d, 1.0)))
-
-            _bootstrap.effective_df = minus
+        _bootstrap.effective_df = candidate_effective_df(args.df_rule, _bootstrap.effective_df)
+        if args.df_rule.startswith("smaller:"):  # a detected shape's scale comes in negated: its dfs arrive < 0
+            _calibration.DF_SCALE = {shape: -scale for shape, scale in _calibration.DF_SCALE.items()}
     if args.iqm_df == "yuen":
         _yuen_iqm_df()
     from rlaudit.audit import calibration as _calibration
@@ -882,17 +877,35 @@ def _yuen_iqm_df() -> None:
     _bootstrap.scheme_interval = scheme_interval
 
 
+def candidate_effective_df(rule: str, welch):
+    """``--df-rule``'s Welch-Satterthwaite count: ``welch`` (``rlaudit.stats.bootstrap.effective_df``) applied to
+    each task's degrees of freedom after the rule's correction. ``smaller:C`` reads negative counts as a detected
+    shape's halving already applied (``main`` negates ``DF_SCALE`` for it) and leaves them at that."""
+    if rule == "half":
+        return lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
+    head, _, c = rule.partition(":")
+
+    def corrected(v, dfs):
+        d = np.asarray(dfs, dtype=np.float64)
+        if head == "smaller" and (d < 0).any():
+            return welch(v, -d)
+        return welch(v, np.maximum(d - float(c), d / 2.0 if head != "minus" else np.minimum(d, 1.0)))
+
+    return corrected
+
+
 def df_rule(text: str) -> str:
-    """``--df-rule``: ``welch``, ``half``, ``minus:C`` or ``minus-half:C`` with ``C >= 0``."""
+    """``--df-rule``: ``welch``, ``half``, ``minus:C``, ``minus-half:C`` or ``smaller:C`` with ``C >= 0``."""
     if text in ("welch", "half"):
         return text
     head, _, c = text.partition(":")
     try:
-        ok = head in ("minus", "minus-half") and float(c) >= 0
+        ok = head in ("minus", "minus-half", "smaller") and float(c) >= 0
     except ValueError:
         ok = False
     if not ok:
-        raise argparse.ArgumentTypeError(f"expected welch, half, minus:C or minus-half:C with C >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected welch, half, minus:C, minus-half:C or smaller:C with C >= 0, "
+                                         f"got {text!r}")
     return text
 
 
