@@ -430,6 +430,11 @@ def main() -> None:
                     help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
                          "often members' own p-values fall below alpha and alpha / m")
     ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
+    ap.add_argument("--table", default=None, metavar="OUT",
+                    help="re-measure every row of rlaudit.audit.calibration.CALIBRATION (its shape, design, "
+                         "simulations and replicates) under the candidate options given (--df-rule, "
+                         "--collapse-rule, ...), appending each as the CalibrationRow line that would replace it to "
+                         "OUT; rows OUT holds already are skipped, so a long table resumes")
     ap.add_argument("--coverage-only", action="store_true",
                     help="--shapes: A's 95 %% IQM coverage only (no decisions: shapes detected on every algorithm, "
                          "only A bootstrapped), on the null data sets of --null-only; --n-algorithms a comma list")
@@ -513,6 +518,9 @@ def main() -> None:
     _calibration.COLLAPSE_COUNT_FLOOR_RUN = args.collapse_rule == "floor"
     if args.no_shape_df:
         _calibration.DF_SCALE = {}
+    if args.table:
+        calibration_table(args)
+        return
     if args.shapes and args.detect_only:
         detection_table(args, sims)
         return
@@ -921,6 +929,78 @@ def coverage_table(args, sims: int) -> None:
         print(f"{shape:10} {n_tasks:3d} tasks x {n_runs:2d} runs, {n_budgets} budgets, {n_algorithms} algorithms: "
               f"cover {r['cover']} ({r['counts']}); past the replicates {r['past']}; df halved (collapsed found) in "
               f"{r['halved']} of {sims}  {time.perf_counter() - t0:4.0f} s", flush=True)
+
+
+TABLE_FRESH_SEED = 1
+"""Data seed of the fresh data sets a row of more than 300 simulations adds (docs/audit.md, "Fresh data sets")."""
+
+
+def table_null_reps(row) -> int:
+    """Replicates of a ``CALIBRATION`` row's null audits, as the table states them: 50,000 (the audit's default)
+    for the flagship's 5-algorithm design and the 5 tasks x 2-3 runs, 2-budget rows; 4,000 for the rest."""
+    return 50_000 if row.n_algorithms == 5 or (row.n_tasks == 5 and row.n_runs <= 3 and row.n_budgets == 2) else 4_000
+
+
+def table_key(shape: str, n_tasks: int, n_runs: int, n_budgets: int, n_algorithms: int) -> str:
+    """The comment that ends a ``--table`` line and names its row (how a resumed table finds what is done)."""
+    return f"# {shape} {n_tasks} x {n_runs}, {n_budgets} budgets, {n_algorithms} algorithms"
+
+
+def table_line(row, fwer: tuple[int, int], cover: tuple[int, int], power: tuple[int, int] | None,
+               seconds: float) -> str:
+    """``CalibrationRow(...)`` source for a row measured as ``(hits, trials)`` counts."""
+    def cp(k: int, n: int) -> str:
+        lo = scipy.stats.beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+        hi = scipy.stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+        return f"({100 * k / n:.1f}, {100 * lo:.1f}, {100 * hi:.1f})"
+
+    extra = "" if row.n_algorithms == 3 else f", {row.n_algorithms}"
+    pw = "None" if power is None else f"{100 * power[0] / power[1]:.1f}"
+    return (f'    CalibrationRow("{row.shape}", {row.n_tasks}, {row.n_runs}, {row.n_budgets}, {cp(*fwer)}, '
+            f"{cp(*cover)}, {pw}, {fwer[1]}{extra}),  "
+            f"{table_key(row.shape, row.n_tasks, row.n_runs, row.n_budgets, row.n_algorithms)}, {seconds:.0f} s")
+
+
+def calibration_table(args) -> None:
+    """``--table OUT``: every ``CALIBRATION`` row re-measured on the table's own data sets (data seed 0, and
+    ``TABLE_FRESH_SEED`` for the fresh ones of a row of more than 300 simulations) with the replicates of
+    :func:`table_null_reps`; power (on the first 300, at 4,000 replicates) where the row has it."""
+    from pathlib import Path
+
+    from rlaudit.audit.calibration import CALIBRATION
+
+    out = Path(args.table)
+    done = out.read_text() if out.exists() else ""
+    with out.open("a") as f:
+        if not done:
+            f.write(f"# bench/bench_audit_calibration.py --table: df rule {args.df_rule}, IQM df {args.iqm_df}, "
+                    f"collapse rule {args.collapse_rule}{', shapes ignored by the df' if args.no_shape_df else ''}, "
+                    f"correction {args.correction}\n")
+        for row in CALIBRATION:
+            key = table_key(row.shape, row.n_tasks, row.n_runs, row.n_budgets, row.n_algorithms)
+            if key + "," in done:
+                continue
+            t0 = time.perf_counter()
+            shape = "poisson" if row.shape == "discrete" else row.shape
+            reps = table_null_reps(row)
+            both = row.power is not None and reps == 4_000
+            r = shape_cell(shape, "expanded", row.n_tasks, row.n_runs, row.n_budgets, 300, reps, args.correction,
+                           row.n_algorithms, seed=args.data_seed, power_too=both)["counts"]
+            fwer, cover = [r["fwer"], 300], [r["cover"], r["n_cover"]]
+            power = (r["power"], 300) if both else None
+            if row.power is not None and not both:
+                c = shape_cell(shape, "expanded", row.n_tasks, row.n_runs, row.n_budgets, 300, 4_000, args.correction,
+                               row.n_algorithms, seed=args.data_seed)["counts"]
+                power = (c["power"], 300)
+            if row.n_sims > 300:
+                c = shape_cell(shape, "expanded", row.n_tasks, row.n_runs, row.n_budgets, row.n_sims - 300, reps,
+                               args.correction, row.n_algorithms, seed=TABLE_FRESH_SEED, power_too=False)["counts"]
+                fwer = [fwer[0] + c["fwer"], fwer[1] + c["sims"]]
+                cover = [cover[0] + c["cover"], cover[1] + c["n_cover"]]
+            line = table_line(row, tuple(fwer), tuple(cover), power, time.perf_counter() - t0)
+            print(line, flush=True)
+            f.write(line + "\n")
+            f.flush()
 
 
 def detection_table(args, sims: int) -> None:

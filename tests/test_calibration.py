@@ -238,6 +238,48 @@ def test_candidate_df_rules_correct_each_task_before_welch(calibration_bench):
         assert seen.pop() == expected, text
 
 
+def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calibration_bench, monkeypatch, tmp_path):
+    """``--table OUT`` (the whole CALIBRATION table under a candidate rule): each row's replicates, power and fresh
+    data sets as the table states them, counts pooled into Clopper-Pearson rows, and a second run adds nothing.
+    The cells themselves are the bench's (faked here); a real row was re-measured by hand and matched
+    (gamma 5 x 2, 2 budgets: (0.0, 0.0, 1.2), (99.2, 98.1, 99.7), 0.0, 300)."""
+    import argparse
+
+    from rlaudit.audit import calibration
+
+    rows = (calibration.CalibrationRow("gamma", 5, 2, 2, (0, 0, 0), (0, 0, 0), 0.0, 300),
+            calibration.CalibrationRow("discrete", 5, 10, 2, (0, 0, 0), (0, 0, 0), 1.0, 1300),
+            calibration.CalibrationRow("heavy", 5, 3, 4, (0, 0, 0), (0, 0, 0), None, 300, 5))
+    monkeypatch.setattr(calibration, "CALIBRATION", rows)
+    calls = []
+
+    def cell(shape, method, n_tasks, n_runs, n_budgets, sims, reps, correction, n_algorithms, seed, power_too=True):
+        calls.append((shape, n_runs, sims, reps, seed, power_too))
+        return {"counts": {"fwer": sims // 100, "sims": sims, "cover": sims * n_budgets - 10,
+                           "n_cover": sims * n_budgets, "power": 30 if power_too else 0}}
+
+    monkeypatch.setattr(calibration_bench, "shape_cell", cell)
+    out = tmp_path / "table.txt"
+    args = argparse.Namespace(table=str(out), df_rule="smaller:1", iqm_df="runs", collapse_rule="skip-floor",
+                              no_shape_df=False, correction="maxt", data_seed=0)
+    calibration_bench.calibration_table(args)
+    assert calls == [("gamma", 2, 300, 50_000, 0, False), ("gamma", 2, 300, 4_000, 0, True),
+                     ("poisson", 10, 300, 4_000, 0, True), ("poisson", 10, 1000, 4_000, 1, False),
+                     ("heavy", 3, 300, 50_000, 0, False)]
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("# bench/bench_audit_calibration.py --table: df rule smaller:1")
+    got = [eval(line.split("#")[0].strip().rstrip(","), {"CalibrationRow": calibration.CalibrationRow})
+           for line in lines[1:]]
+    assert [(r.shape, r.n_tasks, r.n_runs, r.n_budgets, r.n_algorithms, r.n_sims) for r in got] == \
+        [(r.shape, r.n_tasks, r.n_runs, r.n_budgets, r.n_algorithms, r.n_sims) for r in rows]
+    assert got[0].fwer == (1.0, 0.2, 2.9) and got[0].coverage[0] == 98.3 and got[0].power == 10.0  # 3/300, 590/600
+    assert got[1].fwer[0] == round(100 * 13 / 1300, 1) and got[1].coverage[0] == round(100 * 2580 / 2600, 1)
+    assert got[2].power is None and got[2].fwer[0] == 1.0
+    calls.clear()
+    calibration_bench.calibration_table(args)
+    assert calls == [] and out.read_text().splitlines() == lines
+
+
 def test_bootstrap_t_candidate_influence_and_decisions(calibration_bench):
     """The bootstrap-t candidate of the bench (docs/audit.md, "The Bayesian bootstrap and bootstrap-t"): the pooled
     IQM and its influence values by hand, a clear gap ordered and changed, nothing decided between copies."""
