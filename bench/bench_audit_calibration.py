@@ -451,7 +451,8 @@ def main() -> None:
                          "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C "
                          "(the same, at least (n - 1) / 2: halved at 2 runs; a detected shape's halving applies "
                          "first, so the two compound), smaller:C (minus-half:C where no shape is found, the shape's "
-                         "halving alone where one is: the smaller of the two, not both); measurement only")
+                         "halving alone where one is: the smaller of the two, not both; the library's "
+                         "rlaudit.stats.bootstrap.DF_CUT = C); measurement only")
     ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
@@ -505,12 +506,12 @@ def main() -> None:
         global RN_PLAIN_SE
         RN_PLAIN_SE = True
     if args.df_rule != "welch":
-        from rlaudit.audit import calibration as _calibration
         from rlaudit.stats import bootstrap as _bootstrap
 
-        _bootstrap.effective_df = candidate_effective_df(args.df_rule, _bootstrap.effective_df)
-        if args.df_rule.startswith("smaller:"):  # a detected shape's scale comes in negated: its dfs arrive < 0
-            _calibration.DF_SCALE = {shape: -scale for shape, scale in _calibration.DF_SCALE.items()}
+        if args.df_rule.startswith("smaller:"):  # the library's own switch (bootstrap.task_dfs)
+            _bootstrap.DF_CUT = float(args.df_rule.partition(":")[2])
+        else:
+            _bootstrap.effective_df = candidate_effective_df(args.df_rule, _bootstrap.effective_df)
     if args.iqm_df == "yuen":
         _yuen_iqm_df()
     from rlaudit.audit import calibration as _calibration
@@ -887,17 +888,15 @@ def _yuen_iqm_df() -> None:
 
 def candidate_effective_df(rule: str, welch):
     """``--df-rule``'s Welch-Satterthwaite count: ``welch`` (``rlaudit.stats.bootstrap.effective_df``) applied to
-    each task's degrees of freedom after the rule's correction. ``smaller:C`` reads negative counts as a detected
-    shape's halving already applied (``main`` negates ``DF_SCALE`` for it) and leaves them at that."""
+    each task's degrees of freedom (a detected shape's halving already applied) after the rule's correction: the
+    two compound. ``smaller:C`` is not a wrapper: it sets the library's ``bootstrap.DF_CUT`` (``task_dfs``)."""
     if rule == "half":
         return lambda v, dfs: welch(v, np.asarray(dfs, dtype=np.float64) / 2.0)
     head, _, c = rule.partition(":")
 
     def corrected(v, dfs):
         d = np.asarray(dfs, dtype=np.float64)
-        if head == "smaller" and (d < 0).any():
-            return welch(v, -d)
-        return welch(v, np.maximum(d - float(c), d / 2.0 if head != "minus" else np.minimum(d, 1.0)))
+        return welch(v, np.maximum(d - float(c), d / 2.0 if head == "minus-half" else np.minimum(d, 1.0)))
 
     return corrected
 

@@ -168,6 +168,24 @@ def test_t_correction_and_its_inverse():
             assert normal_level(level, df) < level
 
 
+def test_task_dfs_small_sample_correction_and_shape_halving_do_not_compound(monkeypatch):
+    from rlaudit.stats import bootstrap
+
+    sizes = [1, 2, 3, 5, 10]
+    assert bootstrap.DF_CUT == 0.0  # the calibrated rule: Welch's n - 1
+    assert bootstrap.task_dfs(sizes).tolist() == [0, 1, 2, 4, 9]
+    assert bootstrap.task_dfs(sizes, 0.5).tolist() == [0, 0.5, 1, 2, 4.5]
+    monkeypatch.setattr(bootstrap, "DF_CUT", 1.0)  # the measured candidate: max(n - 2, (n - 1) / 2)
+    assert bootstrap.task_dfs(sizes).tolist() == [0, 0.5, 1, 3, 8]
+    assert bootstrap.task_dfs(sizes, 0.5).tolist() == [0, 0.5, 1, 2, 4.5]  # the halving alone, not both
+    s = [np.array([1.0, 2.0, 4.0]), np.array([3.0, 3.5, 9.0, 1.0, 2.0])]
+    values = np.random.default_rng(0).normal(2.0, 0.5, 50_000)
+    wide = bootstrap.scheme_interval("mean", s, 2.0, values, 0.95, "expanded")
+    monkeypatch.setattr(bootstrap, "DF_CUT", 0.0)
+    narrow = bootstrap.scheme_interval("mean", s, 2.0, values, 0.95, "expanded")
+    assert wide[0] < narrow[0] and wide[1] > narrow[1]  # fewer degrees of freedom, a wider interval
+
+
 def test_expanded_scheme_interval_wider_than_percentile_and_percentile_is_rliable():
     from rlaudit.stats.bootstrap import method_replicates, scheme_interval
 

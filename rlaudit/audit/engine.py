@@ -353,8 +353,8 @@ def bootstrap_aggregates(sel: Selection, settings: AuditSettings, metrics: Seque
     progress.done()
     if settings.scheme == "expanded":
         for key, score_set in sel.sets.items():
-            out.df_parts[key] = (np.array([bootstrap.variance_contributions(m, score_set, settings.gamma)
-                                           for m in metrics]), sel.df_scale * np.array([x.size - 1 for x in score_set]))
+            contributions = [bootstrap.variance_contributions(m, score_set, settings.gamma) for m in metrics]
+            out.df_parts[key] = (np.array(contributions), bootstrap.task_dfs([x.size for x in score_set], sel.df_scale))
     for b in sel.budgets:
         for a in sel.algorithms:
             for j, m in enumerate(metrics):

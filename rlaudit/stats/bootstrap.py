@@ -294,6 +294,23 @@ def variance_contributions(metric: str, score_set, gamma: float = 1.0) -> np.nda
     return out
 
 
+DF_CUT = 0.0
+"""Small-sample correction of the expanded scheme's t reading where no data shape's correction applies: each
+task's ``n - 1`` degrees of freedom become ``max(n - 1 - DF_CUT, (n - 1) / 2)``. ``0`` keeps Welch's ``n - 1``
+(the calibrated rule); ``1`` is the candidate measured in docs/audit.md ("A design-independent small-sample rule";
+``bench/bench_audit_calibration.py --df-rule smaller:1``)."""
+
+
+def task_dfs(sizes: Sequence[int], scale: float = 1.0) -> np.ndarray:
+    """Each task's degrees of freedom in the expanded scheme's t reading, from its run counts ``sizes``: ``scale``
+    times ``n - 1`` where a data shape's correction applies (``scale < 1``: ``rlaudit.audit.calibration.DF_SCALE``),
+    else ``max(n - 1 - DF_CUT, (n - 1) / 2)``; the two corrections do not compound."""
+    d = np.asarray(sizes, dtype=np.float64) - 1.0
+    if scale < 1.0:
+        return scale * d
+    return np.maximum(d - DF_CUT, d / 2.0)
+
+
 def effective_df(contributions: np.ndarray, dfs: np.ndarray) -> float:
     """Welch-Satterthwaite degrees of freedom ``(sum v)^2 / sum(v^2 / df)`` of a sum of independent variance
     estimates ``v`` (shape ``(n,)``) with ``dfs`` degrees of freedom each; ``inf`` when nothing varies."""
@@ -526,16 +543,16 @@ def scheme_interval(metric: str, score_set, point: float, values: np.ndarray, co
     ``bca``: BCa. ``percentile``: rliable's percentile interval. ``expanded``: the percentile interval of the
     expanded replicates at the level whose t-corrected value is ``1 - confidence`` (Hesterberg's expanded
     percentile interval, with the Welch-Satterthwaite degrees of freedom of the per-task variances,
-    :func:`effective_df`, in place of ``n - 1``; each task's ``n - 1`` times ``df_scale``, a smaller-sample
-    correction the audit applies to data shapes on which Welch's normal-theory count overstates what a few
-    runs say about their spread, ``rlaudit.audit.calibration``); where that level lies beyond the replicates
+    :func:`effective_df`, in place of ``n - 1``; each task's count from :func:`task_dfs`, ``df_scale`` the
+    smaller-sample correction the audit applies to data shapes on which Welch's normal-theory count overstates
+    what a few runs say about their spread, ``rlaudit.audit.calibration``); where that level lies beyond the replicates
     (about df <= 2.3 at 50,000 replicates), the t interval of :func:`t_interval_past`.
     """
     if method == "bca":
         return interval(point, values, confidence, "bca", jackknife(metric, score_set, gamma))
     if method == "expanded":
         arrays = as_score_set(score_set)
-        df = effective_df(variance_contributions(metric, arrays, gamma), [df_scale * (a.size - 1) for a in arrays])
+        df = effective_df(variance_contributions(metric, arrays, gamma), task_dfs([a.size for a in arrays], df_scale))
         return expanded_interval(point, values, confidence, df)
     return interval(point, values, confidence, "percentile")
 
