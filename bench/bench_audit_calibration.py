@@ -301,9 +301,15 @@ def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS):
     return boot, decide_family(sel, boot, settings, "iqm")
 
 
-def rate(k: int, n: int) -> str:
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """95 % Clopper-Pearson interval of a rate of ``k`` in ``n`` (fractions)."""
     lo = scipy.stats.beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
     hi = scipy.stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return lo, hi
+
+
+def rate(k: int, n: int) -> str:
+    lo, hi = clopper_pearson(k, n)
     return f"{100 * k / n:5.1f} [{100 * lo:4.1f}, {100 * hi:5.1f}]"
 
 
@@ -949,8 +955,7 @@ def table_line(row, fwer: tuple[int, int], cover: tuple[int, int], power: tuple[
                seconds: float) -> str:
     """``CalibrationRow(...)`` source for a row measured as ``(hits, trials)`` counts."""
     def cp(k: int, n: int) -> str:
-        lo = scipy.stats.beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
-        hi = scipy.stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+        lo, hi = clopper_pearson(k, n)
         return f"({100 * k / n:.1f}, {100 * lo:.1f}, {100 * hi:.1f})"
 
     extra = "" if row.n_algorithms == 3 else f", {row.n_algorithms}"
@@ -969,12 +974,16 @@ def calibration_table(args) -> None:
     from rlaudit.audit.calibration import CALIBRATION
 
     out = Path(args.table)
+    header = (f"# bench/bench_audit_calibration.py --table: df rule {args.df_rule}, IQM df {args.iqm_df}, "
+              f"collapse rule {args.collapse_rule}{', shapes ignored by the df' if args.no_shape_df else ''}, "
+              f"correction {args.correction}{f', data seed {args.data_seed}' if args.data_seed else ''}")
     done = out.read_text() if out.exists() else ""
+    if done and done.splitlines()[0] != header:
+        raise SystemExit(f"{out}: its rows were measured under other options ({done.splitlines()[0][2:]}), not "
+                         f"these ({header[2:]}); resume it with those options or write to another file")
     with out.open("a") as f:
         if not done:
-            f.write(f"# bench/bench_audit_calibration.py --table: df rule {args.df_rule}, IQM df {args.iqm_df}, "
-                    f"collapse rule {args.collapse_rule}{', shapes ignored by the df' if args.no_shape_df else ''}, "
-                    f"correction {args.correction}\n")
+            f.write(header + "\n")
         for row in CALIBRATION:
             key = table_key(row.shape, row.n_tasks, row.n_runs, row.n_budgets, row.n_algorithms)
             if key + "," in done:

@@ -278,6 +278,9 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     calls.clear()
     calibration_bench.calibration_table(args)
     assert calls == [] and out.read_text().splitlines() == lines
+    with pytest.raises(SystemExit, match="measured under other options .*df rule smaller:1.*not these .*df rule welch"):
+        calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"df_rule": "welch"})))
+    assert calls == [] and out.read_text().splitlines() == lines  # nothing mixed into it
 
 
 def test_bootstrap_t_candidate_influence_and_decisions(calibration_bench):
