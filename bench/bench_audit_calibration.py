@@ -441,6 +441,10 @@ def main() -> None:
                          "simulations and replicates) under the candidate options given (--df-rule, "
                          "--collapse-rule, ...), appending each as the CalibrationRow line that would replace it to "
                          "OUT; rows OUT holds already are skipped, so a long table resumes")
+    ap.add_argument("--table-runs", default=None, metavar="N,...", type=run_counts,
+                    help="--table: only the rows with these runs per task (comma list; OUT's header says so), "
+                         "e.g. where two candidates differ only there (smaller:1 and smaller:2 give 2 and 3 runs "
+                         "the same degrees of freedom)")
     ap.add_argument("--coverage-only", action="store_true",
                     help="--shapes: A's 95 %% IQM coverage only (no decisions: shapes detected on every algorithm, "
                          "only A bootstrapped), on the null data sets of --null-only; --n-algorithms a comma list")
@@ -922,6 +926,17 @@ def df_rule(text: str) -> str:
     return text
 
 
+def run_counts(text: str) -> str:
+    """``--table-runs``: a comma list of run counts of at least 2."""
+    try:
+        ok = all(int(x) >= 2 for x in text.split(","))
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"expected a comma list of run counts >= 2 (e.g. 5,10), got {text!r}")
+    return text
+
+
 def coverage_table(args, sims: int) -> None:
     """The coverage-only table (``--shapes ... --coverage-only``)."""
     print(f"IQM coverage of A on the null data sets of --shapes, no decisions: {sims} per cell, {args.reps} "
@@ -968,7 +983,8 @@ def table_line(row, fwer: tuple[int, int], cover: tuple[int, int], power: tuple[
 def calibration_table(args) -> None:
     """``--table OUT``: every ``CALIBRATION`` row re-measured on the table's own data sets (data seed 0, and
     ``TABLE_FRESH_SEED`` for the fresh ones of a row of more than 300 simulations) with the replicates of
-    :func:`table_null_reps`; power (on the first 300, at 4,000 replicates) where the row has it."""
+    :func:`table_null_reps`; power (on the first 300, at 4,000 replicates) where the row has it. With
+    ``--table-runs``, only the rows with those runs per task."""
     from pathlib import Path
 
     from rlaudit.audit.calibration import CALIBRATION
@@ -976,7 +992,9 @@ def calibration_table(args) -> None:
     out = Path(args.table)
     header = (f"# bench/bench_audit_calibration.py --table: df rule {args.df_rule}, IQM df {args.iqm_df}, "
               f"collapse rule {args.collapse_rule}{', shapes ignored by the df' if args.no_shape_df else ''}, "
-              f"correction {args.correction}{f', data seed {args.data_seed}' if args.data_seed else ''}")
+              f"correction {args.correction}{f', data seed {args.data_seed}' if args.data_seed else ''}"
+              f"{f', rows with {args.table_runs} runs per task only' if args.table_runs else ''}")
+    runs = None if not args.table_runs else {int(x) for x in args.table_runs.split(",")}
     done = out.read_text() if out.exists() else ""
     if done and done.splitlines()[0] != header:
         raise SystemExit(f"{out}: its rows were measured under other options ({done.splitlines()[0][2:]}), not "
@@ -986,7 +1004,7 @@ def calibration_table(args) -> None:
             f.write(header + "\n")
         for row in CALIBRATION:
             key = table_key(row.shape, row.n_tasks, row.n_runs, row.n_budgets, row.n_algorithms)
-            if key + "," in done:
+            if key + "," in done or (runs is not None and row.n_runs not in runs):
                 continue
             t0 = time.perf_counter()
             shape = "poisson" if row.shape == "discrete" else row.shape

@@ -261,7 +261,7 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     monkeypatch.setattr(calibration_bench, "shape_cell", cell)
     out = tmp_path / "table.txt"
     args = argparse.Namespace(table=str(out), df_rule="smaller:1", iqm_df="runs", collapse_rule="skip-floor",
-                              no_shape_df=False, correction="maxt", data_seed=0)
+                              no_shape_df=False, correction="maxt", data_seed=0, table_runs=None)
     calibration_bench.calibration_table(args)
     assert calls == [("gamma", 2, 300, 50_000, 0, False), ("gamma", 2, 300, 4_000, 0, True),
                      ("poisson", 10, 300, 4_000, 0, True), ("poisson", 10, 1000, 4_000, 1, False),
@@ -281,6 +281,12 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     with pytest.raises(SystemExit, match="measured under other options .*df rule smaller:1.*not these .*df rule welch"):
         calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"df_rule": "welch"})))
     assert calls == [] and out.read_text().splitlines() == lines  # nothing mixed into it
+    some = tmp_path / "some.txt"  # --table-runs: only those rows, and the header says so
+    calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"table": str(some), "table_runs": "3,10"})))
+    assert [c[:2] for c in calls] == [("poisson", 10), ("poisson", 10), ("heavy", 3)]
+    assert some.read_text().splitlines()[0].endswith(", rows with 3,10 runs per task only")
+    with pytest.raises(SystemExit, match="measured under other options"):
+        calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"table": str(some)})))
 
 
 def test_bootstrap_t_candidate_influence_and_decisions(calibration_bench):
