@@ -290,13 +290,16 @@ def diagnostics_line(d: dict) -> str:
                      f"x{ratios[0]:.2f} at alpha")
     return "; ".join(parts)
 
-def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS):
-    """The audit's decision steps on two algorithms' nested score sets; returns (replicates, family)."""
+def audit(a_sets, b_sets, settings: AuditSettings, reps: int, budgets=BUDGETS, scale_out: list | None = None):
+    """The audit's decision steps on two algorithms' nested score sets; returns (replicates, family).
+    ``scale_out``: a list the data shape's factor on each task's ``n - 1`` (``Selection.df_scale``) is appended to."""
     budgets = list(budgets)
     sets = {("A", b): a_sets[i] for i, b in enumerate(budgets)} | {("B", b): b_sets[i] for i, b in enumerate(budgets)}
     tasks = [f"t{t}" for t in range(len(a_sets[0]))]
     sel = Selection(None, "none", ["A", "B"], budgets, tasks, None, sets, None, {"A": True, "B": True},
                     shapes=detect_shapes(sets, tasks))
+    if scale_out is not None:
+        scale_out.append(sel.df_scale)
     boot = bootstrap_aggregates(sel, settings, ["iqm"], reps, Progress())
     return boot, decide_family(sel, boot, settings, "iqm")
 
@@ -382,7 +385,9 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
     decided = followed = 0
     for sim in range(sims):
         a = bench.draw(rng, n_runs, (1.0,), [shift])
-        _, fam = audit(a, bench.draw(rng, n_runs, (1.0,)), settings.replace(seed=sim), reps, budgets=(1,))
+        scale: list[float] = []
+        _, fam = audit(a, bench.draw(rng, n_runs, (1.0,)), settings.replace(seed=sim), reps, budgets=(1,),
+                       scale_out=scale)
         row = fam.orderings[(1, "A", "B")]
         if row["decision"] != "inconclusive":
             continue
@@ -390,11 +395,12 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
         if RN_PLAIN_SE and math.isfinite(row["df"]):  # undo the median-unbiased scale the estimate applies
             se *= math.sqrt(scipy.stats.chi2.median(row["df"]) / row["df"])
         n_star, capped = runs_needed(true_gap, se, n_runs, settings.alpha, 1, settings.power, cap,
-                                     row["df"])  # as the audit estimates it (pairwise_details)
+                                     row["df"], scale[0])  # as the audit estimates it (pairwise_details)
         if RN_FLOOR and not capped and math.isfinite(row["df"]):
             # the level's t quantile at nu(n*) within the largest normal quantile the replicates resolve
             z_floor = scipy.stats.norm.isf(0.5 / (reps + 1.0))
-            while scipy.stats.t.isf(settings.alpha / 2.0, row["df"] * (n_star - 1) / (n_runs - 1)) > z_floor:
+            while scipy.stats.t.isf(settings.alpha / 2.0, row["df"] * bootstrap.task_dfs([n_star], scale[0])[0]
+                                    / bootstrap.task_dfs([n_runs], scale[0])[0]) > z_floor:
                 n_star += 1
             capped = n_star > cap
         if capped:
@@ -455,21 +461,23 @@ def main() -> None:
     ap.add_argument("--data-seed", type=int, default=0,
                     help="--shapes: seed of the simulated data sets (the committed tables use 0; another seed draws "
                          "fresh data sets, e.g. to re-measure a cell that was singled out for its high rate)")
-    ap.add_argument("--df-rule", default="welch", type=df_rule,
-                    help="candidate degrees-of-freedom rule of the t reading: welch (the default's), half (each "
-                         "task's n - 1 halved: a smaller-sample correction), minus:C (each task's n - 1 - C, at "
-                         "least min(n - 1, 1): a correction that fades as runs grow, none at 2 runs), minus-half:C "
-                         "(the same, at least (n - 1) / 2: halved at 2 runs; a detected shape's halving applies "
-                         "first, so the two compound), smaller:C (minus-half:C where no shape is found, the shape's "
+    ap.add_argument("--df-rule", default="smaller:2", type=df_rule,
+                    help="degrees-of-freedom rule of the t reading: smaller:C (the default's, C = 2 since "
+                         "2026-12-07: each task's max(n - 1 - C, (n - 1) / 2) where no shape is found, the shape's "
                          "halving alone where one is: the smaller of the two, not both; the library's "
-                         "rlaudit.stats.bootstrap.DF_CUT = C); measurement only")
+                         "rlaudit.stats.bootstrap.DF_CUT = C), welch (Welch's n - 1, the default's until "
+                         "2026-12-07: the rule of every table measured before; smaller:0 is the same), half (each "
+                         "task's n - 1 halved), minus:C (each task's n - 1 - C, at least min(n - 1, 1): none at 2 "
+                         "runs), minus-half:C (the same, at least (n - 1) / 2; a detected shape's halving applies "
+                         "first, so the two compound); candidates other than the default are measurement only")
     ap.add_argument("--iqm-df", default="runs", choices=("runs", "yuen"),
                     help="candidate per-task degrees of freedom of an IQM's aggregate interval (expanded scheme): "
                          "runs (the default's n - 1), yuen (Yuen's count for a trimmed mean: the task's runs "
                          "inside the pooled trimming window, minus 1, at least 1); measurement only, intervals only")
-    ap.add_argument("--collapse-rule", default="floor", choices=("floor", "skip-floor"),
-                    help="candidate collapse detection: floor (the default's: every run within 5 %% of the task's "
-                         "range above its lowest run counts), skip-floor (the lowest run itself does not); "
+    ap.add_argument("--collapse-rule", default="skip-floor", choices=("floor", "skip-floor"),
+                    help="collapse detection: skip-floor (the default's since 2026-12-07: the run that sets a "
+                         "task's floor does not count), floor (the default's until then, the rule of every table "
+                         "measured before: every run within 5 %% of the task's range above its lowest run counts); "
                          "measurement only")
     ap.add_argument("--no-shape-df", action="store_true",
                     help="candidate: the t reading ignores the data shapes found (no halving where seeds collapse; "
@@ -515,12 +523,13 @@ def main() -> None:
     if args.rn_se == "plain":
         global RN_PLAIN_SE
         RN_PLAIN_SE = True
-    if args.df_rule != "welch":
-        from rlaudit.stats import bootstrap as _bootstrap
+    from rlaudit.stats import bootstrap as _bootstrap
 
-        if args.df_rule.startswith("smaller:"):  # the library's own switch (bootstrap.task_dfs)
-            _bootstrap.DF_CUT = float(args.df_rule.partition(":")[2])
-        else:
+    if args.df_rule.startswith("smaller:"):  # the library's own switch (bootstrap.task_dfs)
+        _bootstrap.DF_CUT = float(args.df_rule.partition(":")[2])
+    else:  # Welch's n - 1 in the library, then the candidate's wrapper on it
+        _bootstrap.DF_CUT = 0.0
+        if args.df_rule != "welch":
             _bootstrap.effective_df = candidate_effective_df(args.df_rule, _bootstrap.effective_df)
     if args.iqm_df == "yuen":
         _yuen_iqm_df()

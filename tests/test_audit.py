@@ -356,19 +356,22 @@ def test_runs_needed_against_simulation():
 
 def test_runs_needed_reads_student_t_at_the_scaled_degrees_of_freedom():
     """With the expanded scheme's degrees of freedom the estimate is the smallest n meeting the t inequality at
-    nu * (n - 1) / (n_runs - 1) on the median-unbiased standard error; it is never below the normal one and
-    tends to it as nu grows."""
+    nu * g(n) / g(n_runs) on the median-unbiased standard error, g a task's degrees of freedom (max(n - 3,
+    (n - 1) / 2) since 2026-12-07; half of n - 1 where seeds collapse); it is never below the normal one and tends
+    to it as nu grows."""
     d, se, n0, alpha, m = 0.5, 0.2, 2, 0.05, 70
     normal, _ = runs_needed(d, se, n0, alpha, m)
     t_based, capped = runs_needed(d, se, n0, alpha, m, df=4.0)
 
-    def meets(n: int) -> bool:
-        nu = 4.0 * (n - 1) / (n0 - 1)
+    def meets(n: int, g=lambda n: max(n - 3, (n - 1) / 2)) -> bool:
+        nu = 4.0 * g(n) / g(n0)
         q = scipy.stats.t.isf(alpha / (2 * m), nu) + scipy.stats.t.ppf(0.8, nu)
         return n >= n0 * (q * se / d) ** 2 * 4.0 / scipy.stats.chi2.median(4.0)
 
     assert not capped and t_based > normal
     assert meets(t_based) and not meets(t_based - 1)
+    halved, _ = runs_needed(d, se, n0, alpha, m, df=4.0, df_scale=0.5)  # collapsing seeds: g(n) = (n - 1) / 2
+    assert meets(halved, lambda n: (n - 1) / 2) and not meets(halved - 1, lambda n: (n - 1) / 2)
     assert runs_needed(d, se, n0, alpha, m, df=1e9) == (normal, False)
     assert runs_needed(d, se, n0, alpha, m, df=math.inf) == (normal, False)
     assert runs_needed(d, se, 1, alpha, m, df=4.0) == runs_needed(d, se, 1, alpha, m)  # one run: no t reading
@@ -382,9 +385,12 @@ def test_runs_needed_plans_on_the_median_unbiased_standard_error():
     d, se, n0, alpha, m = 1.0, 0.5, 2, 0.05, 70
 
     def first(df: float, scale: float) -> int:  # smallest n meeting the t inequality with se^2 times scale
+        def nu(n: int) -> float:  # a task's degrees of freedom at n runs, over its 0.5 at n0 = 2
+            return df * max(n - 3, (n - 1) / 2) / 0.5
+
         n = n0 + 1
-        while n < n0 * ((scipy.stats.t.isf(alpha / (2 * m), df * (n - 1) / (n0 - 1))
-                         + scipy.stats.t.ppf(0.8, df * (n - 1) / (n0 - 1))) * se / d) ** 2 * scale:
+        while n < n0 * ((scipy.stats.t.isf(alpha / (2 * m), nu(n))
+                         + scipy.stats.t.ppf(0.8, nu(n))) * se / d) ** 2 * scale:
             n += 1
         return n
 

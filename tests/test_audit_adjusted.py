@@ -101,23 +101,25 @@ def test_adjusted_p_values_never_undercut_raw_ones(seed, n_tasks, n_runs, n_budg
 @pytest.mark.parametrize("correction", ["maxt", "holm", "bonferroni"])
 def test_two_runs_one_test_is_its_own_p_value(correction):
     """The reported defect: A = [1.0, 1.1], B = [1.5, 1.6], one task, one budget, one test. Every replicate
-    puts B ahead (bootstrap p = 1/(reps + 1), which the adjusted p-value once reported), but with 1 degree of
-    freedom per task the t reading, carried past the replicates, gives Welch's t-test (t = 7.07 on 2 degrees of
-    freedom, p = 0.019; the floor's t reading, which audits kept until 2026-12-06, said 0.0508): the single
-    test's adjusted p-value is that p-value, B > A is decided at 0.05, and would not be at 0.01."""
+    puts B ahead (bootstrap p = 1/(reps + 1), which the adjusted p-value once reported), but the t reading,
+    carried past the replicates, gives Welch's t statistic (7.07) on the rule's degrees of freedom: each task's
+    n - 1 = 1 halved at 2 runs (``bootstrap.task_dfs``, since 2026-12-07; Welch's count, 2, until then gave
+    p = 0.019), so 1 in all and p = 0.089. The single test's adjusted p-value is that p-value: B > A is decided
+    at 0.10, not at 0.05."""
     rows = [{"algorithm": a, "task": "t", "run": r, "budget": 100, "score": s}
             for a, scores in (("A", (1.0, 1.1)), ("B", (1.5, 1.6))) for r, s in enumerate(scores)]
     table = ScoreTable.from_frame(pd.DataFrame(rows), ScoreMeta(normalized="minmax"))
-    result = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",)))
+    result = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",), alpha=0.1))
     (row,) = result.orderings
-    welch = scipy.stats.ttest_ind([1.0, 1.1], [1.5, 1.6], equal_var=False).pvalue
-    assert row["p_value"] == pytest.approx(welch, rel=0.02)
+    welch = scipy.stats.ttest_ind([1.0, 1.1], [1.5, 1.6], equal_var=False)
+    assert row["p_value"] == pytest.approx(2 * scipy.stats.t.sf(abs(welch.statistic), welch.df / 2), rel=0.02)
+    assert row["p_value"] == pytest.approx(0.089, abs=0.002)
     assert row["p_adjusted"] == row["p_value"]
     assert row["decision"] == "b>a"
-    # audit.json says the p-value was read past the replicates, and on how many degrees of freedom (Welch's: 2)
+    # audit.json says the p-value was read past the replicates, and on how many degrees of freedom (1)
     assert row["past_replicates"] is True
-    assert row["df"] == pytest.approx(scipy.stats.ttest_ind([1.0, 1.1], [1.5, 1.6], equal_var=False).df)
-    strict = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",), alpha=0.01))
+    assert row["df"] == pytest.approx(welch.df / 2)
+    strict = run_audit(table, AuditSettings(correction=correction, reps_pairwise=100, metrics=("iqm",), alpha=0.05))
     assert strict.orderings[0]["decision"] == "inconclusive"
 
 

@@ -172,12 +172,15 @@ def test_task_dfs_small_sample_correction_and_shape_halving_do_not_compound(monk
     from rlaudit.stats import bootstrap
 
     sizes = [1, 2, 3, 5, 10]
-    assert bootstrap.DF_CUT == 0.0  # the calibrated rule: Welch's n - 1
+    assert bootstrap.DF_CUT == 2.0  # the calibrated rule: max(n - 3, (n - 1) / 2)
+    assert bootstrap.task_dfs(sizes).tolist() == [0, 0.5, 1, 2, 7]
+    assert bootstrap.task_dfs(sizes, 0.5).tolist() == [0, 0.5, 1, 2, 4.5]  # the halving alone, not both
+    monkeypatch.setattr(bootstrap, "DF_CUT", 1.0)  # the first candidate: max(n - 2, (n - 1) / 2)
+    assert bootstrap.task_dfs(sizes).tolist() == [0, 0.5, 1, 3, 8]  # 2-3 runs as under the rule
+    monkeypatch.setattr(bootstrap, "DF_CUT", 0.0)  # Welch's n - 1, the rule until 2026-12-07
     assert bootstrap.task_dfs(sizes).tolist() == [0, 1, 2, 4, 9]
     assert bootstrap.task_dfs(sizes, 0.5).tolist() == [0, 0.5, 1, 2, 4.5]
-    monkeypatch.setattr(bootstrap, "DF_CUT", 1.0)  # the measured candidate: max(n - 2, (n - 1) / 2)
-    assert bootstrap.task_dfs(sizes).tolist() == [0, 0.5, 1, 3, 8]
-    assert bootstrap.task_dfs(sizes, 0.5).tolist() == [0, 0.5, 1, 2, 4.5]  # the halving alone, not both
+    monkeypatch.setattr(bootstrap, "DF_CUT", 2.0)
     s = [np.array([1.0, 2.0, 4.0]), np.array([3.0, 3.5, 9.0, 1.0, 2.0])]
     values = np.random.default_rng(0).normal(2.0, 0.5, 50_000)
     wide = bootstrap.scheme_interval("mean", s, 2.0, values, 0.95, "expanded")
@@ -202,16 +205,17 @@ def test_expanded_scheme_interval_wider_than_percentile_and_percentile_is_rliabl
 
 
 def test_expanded_interval_past_the_replicates_is_the_t_interval():
-    """One task of two runs has 1 degree of freedom: the t-corrected 95 % level, 2 Phi(-12.7) ~ 6e-37, lies beyond
-    any replicate (the interval used to be unbounded, and before that raised 'confidence ... 1.0'). Past the
-    replicates it is the t interval on the replicates' spread: for one task, about Student's interval of the
-    mean, mean -/+ t_1^-1(0.975) s / sqrt(n), computed here by scipy from the runs alone."""
+    """One task of two runs reads 0.5 degrees of freedom (``bootstrap.task_dfs``: half of Welch's 1): the
+    t-corrected 95 % level lies beyond any replicate (the interval used to be unbounded, and before that raised
+    'confidence ... 1.0'). Past the replicates it is the t interval on the replicates' spread: for one task, about
+    Student's interval of the mean on those degrees of freedom, mean -/+ t_0.5^-1(0.975) s / sqrt(n), computed
+    here by scipy from the runs alone."""
     from rlaudit.stats.bootstrap import method_replicates, scheme_interval
 
     s = [np.array([1.0, 2.0])]
     pt, exp = method_replicates([s], ["mean"], 4000, rng_for(0, "u"), method="expanded")
     lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
-    t_lo, t_hi = scipy.stats.t.interval(0.95, 1, loc=1.5, scale=scipy.stats.sem(s[0]))  # [-4.85, 7.85]
+    t_lo, t_hi = scipy.stats.t.interval(0.95, 0.5, loc=1.5, scale=scipy.stats.sem(s[0]))
     assert lo < exp[0, :, 0].min() and hi > exp[0, :, 0].max()
     assert lo == pytest.approx(t_lo, rel=0.05) and hi == pytest.approx(t_hi, rel=0.05)
     # the percentile scheme at the same level stays inside the replicates
@@ -226,7 +230,8 @@ def test_expanded_interval_past_the_replicates_is_the_t_interval():
 
 def test_expanded_mean_interval_past_the_replicates_is_the_welch_satterthwaite_interval():
     """Five tasks of two runs, the mean: past the replicates the interval is the stratified mean -/+
-    t_nu^-1(0.975) se with se^2 = sum_m s_m^2 / (n_m T^2) and nu the Welch-Satterthwaite count over the tasks,
+    t_nu^-1(0.975) se with se^2 = sum_m s_m^2 / (n_m T^2) and nu the Welch-Satterthwaite count over the tasks'
+    degrees of freedom (``bootstrap.task_dfs``),
     computed here from the runs alone (numpy and scipy), not from the bootstrap."""
     from rlaudit.stats.bootstrap import method_replicates, scheme_interval
 
@@ -235,8 +240,8 @@ def test_expanded_mean_interval_past_the_replicates_is_the_welch_satterthwaite_i
     pt, exp = method_replicates([s], ["mean"], 20_000, rng_for(0, "ws"), method="expanded")
     lo, hi = scheme_interval("mean", s, pt[0, 0], exp[0, :, 0], 0.95, "expanded")
     v = np.array([np.var(x, ddof=1) / (x.size * len(s) ** 2) for x in s])
-    nu = v.sum() ** 2 / np.sum(v ** 2 / 1.0)  # each task: n - 1 = 1 degree of freedom
-    assert nu < 2.3  # the 95 % level on t lies beyond 20,000 replicates
+    nu = v.sum() ** 2 / np.sum(v ** 2 / 0.5)  # each task: half of n - 1 = 1 (bootstrap.task_dfs at 2 runs)
+    assert nu < 1.2  # the 95 % level on t lies beyond 20,000 replicates
     half = scipy.stats.t.isf(0.025, nu) * np.sqrt(v.sum())
     mean = np.mean([x.mean() for x in s])
     assert lo == pytest.approx(mean - half, rel=0.05) and hi == pytest.approx(mean + half, rel=0.05)

@@ -506,7 +506,7 @@ def pairwise_details(sel: Selection, family: Family, settings: AuditSettings, pr
         if row["decision"] == "inconclusive":
             n_runs = max(int(max(len(t) for t in x)), int(max(len(t) for t in y)))
             args = (row["diff_se"], n_runs, settings.alpha, m_family, settings.power, settings.runs_needed_cap,
-                    row["df"])  # the t reading's degrees of freedom (inf unless the scheme is expanded)
+                    row["df"], sel.df_scale)  # the t reading's degrees of freedom (inf unless expanded)
             effect = settings.min_effect if settings.min_effect is not None else row["diff_point"]
             needed, capped = runs_needed(effect, *args)
             fewest, most = runs_needed_range(row["diff_lo"], row["diff_hi"], *args)

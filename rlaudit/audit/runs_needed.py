@@ -13,9 +13,11 @@ under each correction) and ``q_power = Phi^-1(power)``::
 
 is the number of runs per task at which, if the true difference were ``d``, the study would decide the pair
 with probability ``power``. The expanded scheme reads its decisions on Student's t with the statistic's
-effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' ``n - 1``), and so does the estimate
-there: both quantiles are Student's t at ``nu(n*) = nu * (n* - 1) / (n - 1)`` (every task's variance
-contribution scales alike, so their Welch-Satterthwaite ratio does not change), and ``se`` is planned on at its
+effective degrees of freedom ``nu`` (Welch-Satterthwaite over the tasks' degrees of freedom, ``g(n)`` each:
+``rlaudit.stats.bootstrap.task_dfs``), and so does the estimate there: both quantiles are Student's t at
+``nu(n*) = nu * g(n*) / g(n)`` (every task's variance contribution scales alike, so their Welch-Satterthwaite
+ratio does not change; ``g(n) = n - 1`` until 2026-12-07, ``max(n - 3, (n - 1) / 2)`` since, or half of
+``n - 1`` where collapsing seeds are found), and ``se`` is planned on at its
 median-unbiased value ``se * sqrt(nu / chi2_nu(0.5))`` (``chi2_nu(0.5)`` the median of chi-square with ``nu``
 degrees of freedom): a pilot's squared standard error is a scaled chi-square draw, below the true one more
 often than not and the more so the fewer its degrees of freedom (factor 1.44 on ``n*`` at ``nu = 2``, 1.19 at
@@ -42,6 +44,8 @@ import numpy as np
 from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
+from rlaudit.stats import bootstrap
+
 
 def method_description(alpha: float, m: int, power: float, cap: int, min_effect: float | None = None,
                        t_reading: bool = False) -> str:
@@ -51,7 +55,8 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
     if t_reading:
         quantiles = (f"q = the upper {alpha:g}/(2*{m}) quantile (Bonferroni level over the {m} tests) and q_power = "
                      f"the {power:g} quantile, both of Student's t with the pair's effective degrees of freedom nu "
-                     "scaled to n' runs (nu * (n' - 1) / (n - 1): the expanded scheme reads its decisions on t), "
+                     "scaled to n' runs (nu * g(n') / g(n), g a task's degrees of freedom: the expanded scheme reads "
+                     "its decisions on t), "
                      "and se the median-unbiased standard error se * sqrt(nu / chi2_nu(0.5)); n* = the smallest n' > "
                      "n that meets it (the audit decides past the bootstrap replicates on |diff|/se, so no replicate "
                      "floor bounds it)")
@@ -64,7 +69,7 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
 
 
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                cap: int = 1_000, df: float = math.inf) -> tuple[int, bool]:
+                cap: int = 1_000, df: float = math.inf, df_scale: float = 1.0) -> tuple[int, bool]:
     """Runs per task that would decide the pair if the true effect were ``diff_point``.
 
     Args:
@@ -78,6 +83,8 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         df: effective degrees of freedom of the difference at ``n_runs`` when decisions are read on Student's
             t (the expanded scheme; ``se`` is then planned on at its median-unbiased value); ``inf``: normal
             quantiles and ``se`` as given.
+        df_scale: the data shape's factor on each task's ``n - 1`` (``rlaudit.stats.bootstrap.task_dfs``), so
+            that ``df`` grows with the run count as the audit's own reading would.
 
     Returns:
         ``(n_star, capped)``; when ``capped`` is true, ``n_star == cap`` and the estimate is "> cap".
@@ -90,7 +97,7 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         n = np.arange(n_runs + 1, cap + 1)
         if n.size == 0:
             return cap, True
-        nu = df * (n - 1) / (n_runs - 1)
+        nu = df * bootstrap.task_dfs(n, df_scale) / bootstrap.task_dfs([n_runs], df_scale)[0]
         q_level = student_t.isf(alpha / (2.0 * m), nu)
         median_unbiased = df / chi2.median(df)  # on se squared (module docstring)
         meets = n >= n_runs * ((q_level + student_t.ppf(power, nu)) * ratio) ** 2 * median_unbiased
@@ -106,12 +113,12 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
 
 
 def runs_needed_range(lo: float, hi: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
-                      cap: int = 1_000, df: float = math.inf) -> tuple[int, int | None]:
+                      cap: int = 1_000, df: float = math.inf, df_scale: float = 1.0) -> tuple[int, int | None]:
     """``n*`` over an effect's interval ``[lo, hi]``: ``(fewest, most)``; ``most`` is ``None`` ("> cap")
     when the interval contains 0 or its near end needs more than ``cap``."""
     far, near = max(abs(lo), abs(hi)), min(abs(lo), abs(hi))
-    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df)
+    fewest, _ = runs_needed(far, se, n_runs, alpha, m, power, cap, df, df_scale)
     if lo <= 0 <= hi:
         return fewest, None
-    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df)
+    most, capped = runs_needed(near, se, n_runs, alpha, m, power, cap, df, df_scale)
     return fewest, None if capped else most

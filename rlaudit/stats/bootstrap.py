@@ -294,11 +294,12 @@ def variance_contributions(metric: str, score_set, gamma: float = 1.0) -> np.nda
     return out
 
 
-DF_CUT = 0.0
+DF_CUT = 2.0
 """Small-sample correction of the expanded scheme's t reading where no data shape's correction applies: each
-task's ``n - 1`` degrees of freedom become ``max(n - 1 - DF_CUT, (n - 1) / 2)``. ``0`` keeps Welch's ``n - 1``
-(the calibrated rule); ``1`` is the candidate measured in docs/audit.md ("A design-independent small-sample rule";
-``bench/bench_audit_calibration.py --df-rule smaller:1``)."""
+task's ``n - 1`` degrees of freedom become ``max(n - 1 - DF_CUT, (n - 1) / 2)`` (2 runs 0.5, 3 runs 1, 5 runs 2,
+10 runs 7). Chosen by measurement over every row of ``rlaudit.audit.calibration.CALIBRATION`` (docs/audit.md,
+"The small-sample rule adopted"); ``0`` is Welch's ``n - 1``, the rule until 2026-12-07
+(``bench/bench_audit_calibration.py --df-rule welch --collapse-rule floor`` measures it)."""
 
 
 def task_dfs(sizes: Sequence[int], scale: float = 1.0) -> np.ndarray:
