@@ -80,6 +80,7 @@ def test_the_floor_setting_run_does_not_count_unless_the_old_rule_is_chosen(monk
     monkeypatch.setattr(calibration, "COLLAPSE_COUNT_FLOOR_RUN", False)
     (found,) = detect_shapes(sets, ["x", "y"])
     assert found.shape == "collapsed" and found.details["collapsed_runs"] == 2
+    assert type(found.details["collapsed_runs"]) is int  # audit.json takes it (a numpy int once failed a report)
 
 
 def test_nothing_learned_is_not_collapse():

@@ -214,7 +214,7 @@ def detect_shapes(sets: Mapping[tuple[str, int], Sequence[np.ndarray]], tasks: S
                 n_runs += x.size
                 _, counts = np.unique(x, return_counts=True)
                 ties += int(counts[counts > 1].sum())
-                sets_floor = floor_run and x.size > 0 and x.min() == lo
+                sets_floor = bool(floor_run and x.size > 0 and x.min() == lo)  # a Python int below, for audit.json
                 floor_run &= not sets_floor
                 if rng > 0 and np.median(x) >= lo + COLLAPSE_LEARNED * rng:
                     k = int(np.count_nonzero(x <= lo + COLLAPSE_FLOOR * rng)) - sets_floor
