@@ -47,7 +47,7 @@ import scipy.stats
 
 from rlaudit.audit.calibration import detect_shapes
 from rlaudit.audit.engine import Progress, Selection, bootstrap_aggregates, decide_family
-from rlaudit.audit.runs_needed import runs_needed
+from rlaudit.audit.runs_needed import runs_needed, scaled_df
 from rlaudit.audit.settings import AuditSettings
 from rlaudit.stats import bootstrap
 
@@ -399,8 +399,7 @@ def runs_needed_power(method: str, n_tasks: int, n_runs: int, sims: int, reps: i
         if RN_FLOOR and not capped and math.isfinite(row["df"]):
             # the level's t quantile at nu(n*) within the largest normal quantile the replicates resolve
             z_floor = scipy.stats.norm.isf(0.5 / (reps + 1.0))
-            while scipy.stats.t.isf(settings.alpha / 2.0, row["df"] * bootstrap.task_dfs([n_star], scale[0])[0]
-                                    / bootstrap.task_dfs([n_runs], scale[0])[0]) > z_floor:
+            while scipy.stats.t.isf(settings.alpha / 2.0, scaled_df(row["df"], n_runs, n_star, scale[0])[0]) > z_floor:
                 n_star += 1
             capped = n_star > cap
         if capped:

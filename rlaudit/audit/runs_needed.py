@@ -68,6 +68,12 @@ def method_description(alpha: float, m: int, power: float, cap: int, min_effect:
             f"task (largest of the pair); estimates above {cap} or at a zero effect are reported as > {cap}")
 
 
+def scaled_df(df: float, n_runs: int, n, df_scale: float = 1.0):
+    """The effective degrees of freedom ``df`` measured at ``n_runs`` runs per task, at ``n`` runs (a number or an
+    array): ``df * g(n) / g(n_runs)`` with ``g`` a task's count (``rlaudit.stats.bootstrap.task_dfs``)."""
+    return df * bootstrap.task_dfs(np.atleast_1d(n), df_scale) / bootstrap.task_dfs([n_runs], df_scale)[0]
+
+
 def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int, power: float = 0.8,
                 cap: int = 1_000, df: float = math.inf, df_scale: float = 1.0) -> tuple[int, bool]:
     """Runs per task that would decide the pair if the true effect were ``diff_point``.
@@ -97,7 +103,7 @@ def runs_needed(diff_point: float, se: float, n_runs: int, alpha: float, m: int,
         n = np.arange(n_runs + 1, cap + 1)
         if n.size == 0:
             return cap, True
-        nu = df * bootstrap.task_dfs(n, df_scale) / bootstrap.task_dfs([n_runs], df_scale)[0]
+        nu = scaled_df(df, n_runs, n, df_scale)
         q_level = student_t.isf(alpha / (2.0 * m), nu)
         median_unbiased = df / chi2.median(df)  # on se squared (module docstring)
         meets = n >= n_runs * ((q_level + student_t.ppf(power, nu)) * ratio) ** 2 * median_unbiased
