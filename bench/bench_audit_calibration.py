@@ -215,19 +215,21 @@ def past_the_replicates(boot, key, confidence: float, reps: int) -> bool:
     return float(bootstrap.normal_level(1.0 - confidence, df)) * reps < 2.0
 
 
-def crossing_shifts(sd: np.ndarray, growth) -> list[np.ndarray]:
+def crossing_shifts(sd: np.ndarray, growth, size: float = 0.5) -> list[np.ndarray]:
     """Per budget, the planted crossing's shift of A's runs per task (``sd``: shape ``(n_tasks,)``): ahead by
-    0.5 SD at the first budget, behind by 0.5 SD at the last, linear between (ahead by 0.5 SD with one budget)."""
+    ``size`` SD at the first budget, behind by as much at the last, linear between (ahead with one budget)."""
     n_budgets = len(growth)
-    return [sd * 0.5 * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else 0.5 * sd
+    return [sd * size * (1.0 - 2.0 * i / (n_budgets - 1)) * g if n_budgets > 1 else size * sd
             for i, g in enumerate(growth)]
 
 
 def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int,
-               correction: str = "maxt", n_algorithms: int = 3, seed: int = 0, power_too: bool = True) -> dict:
+               correction: str = "maxt", n_algorithms: int = 3, seed: int = 0, power_too: bool = True,
+               crossing_sd: float = 0.5) -> dict:
     """Null FWER (``n_algorithms`` identical), 95 % IQM coverage of A, and planted-crossing power (A ahead of the
-    others by 0.5 SD at the first budget, behind by 0.5 SD at the last) for one (shape, scheme, size) cell.
-    Rates as text; the counts behind them under ``counts``."""
+    others by ``crossing_sd`` SD at the first budget, behind by as much at the last) for one (shape, scheme, size)
+    cell. The data sets do not depend on ``crossing_sd`` (the shift is added to the same draws). Rates as text; the
+    counts behind them under ``counts``."""
     bench = ShapeBenchmark.make(shape, n_tasks)
     growth = tuple(np.linspace(1.0, 2.0, n_budgets))
     budgets = tuple(range(1, n_budgets + 1))
@@ -264,7 +266,7 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
             diag[f"n_{kind}"] += len(rows)
             for k, level in enumerate(levels):
                 diag[f"{kind}_below"][k] += sum(r["p_value"] < level for r in rows)
-        shifts = crossing_shifts(sd, growth)
+        shifts = crossing_shifts(sd, growth, crossing_sd)
         sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
         if not power_too:  # drawn all the same, so that the null data sets are those of the full cell
             continue
@@ -441,6 +443,9 @@ def main() -> None:
                     help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
                          "often members' own p-values fall below alpha and alpha / m")
     ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
+    ap.add_argument("--crossing-sd", type=float, default=0.5, metavar="SD",
+                    help="--shapes: the planted crossing's size, A's lead at the first budget (and deficit at the "
+                         "last) in between-run SD; the data sets are the same for every size")
     ap.add_argument("--table", default=None, metavar="OUT",
                     help="re-measure every row of rlaudit.audit.calibration.CALIBRATION (its shape, design, "
                          "simulations and replicates) under the candidate options given (--df-rule, "
@@ -512,6 +517,12 @@ def main() -> None:
         unknown = [x for x in (value or "").split(",") if value and x not in SHAPES]
         if unknown:
             ap.error(f"{flag}: unknown shape {unknown[0]!r} (choose from {', '.join(SHAPES)})")
+    if not (math.isfinite(args.crossing_sd) and args.crossing_sd > 0):
+        ap.error(f"--crossing-sd: expected a lead in between-run SD > 0, got {args.crossing_sd:g}")
+    if args.crossing_sd != 0.5 and (not args.shapes or args.candidate or args.table or args.null_only
+                                    or args.coverage_only or args.detect_only):
+        ap.error("--crossing-sd: only the --shapes table's crossing power (without "
+                 "--candidate, --null-only, --coverage-only or --detect-only) plants it")
     sims = 100 if args.quick else args.sims
     if args.resampling == "bayesian":
         _bayesian_weights()
@@ -1057,7 +1068,8 @@ def shape_table(args, sims: int) -> None:
           f"{' (shapes ignored by the df)' if args.no_shape_df else ''}, p rule {args.p_rule}, beyond {args.beyond}, "
           f"resampling {args.resampling}, "
           f"data seed {args.data_seed}, "
-          f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7); "
+          f"alpha 0.05, {args.n_algorithms} algorithms (identical under the null), nested budgets (rho 0.7), "
+          f"crossing {args.crossing_sd:g} SD; "
           f"rates in % with 95% Clopper-Pearson intervals")
     print(f"{'shape':10} {'method':10} {'tasks':>5} {'N':>3} {'budgets':>7} {'tests':>5}  {'null fwer (<=5)':>19}  "
           f"{'cover (93-97)':>19}  {'crossing power':>19}  {'s':>5}")
@@ -1086,7 +1098,8 @@ def shape_table(args, sims: int) -> None:
                                   f"{time.perf_counter() - t0:5.0f}", flush=True)
                             continue
                         r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,
-                                       args.n_algorithms, seed=args.data_seed, power_too=not args.null_only)
+                                       args.n_algorithms, seed=args.data_seed, power_too=not args.null_only,
+                                       crossing_sd=args.crossing_sd)
                         pairs = args.n_algorithms * (args.n_algorithms - 1) // 2
                         m = pairs * (2 * n_budgets - 1)
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "

@@ -179,6 +179,22 @@ def test_other_schemes_get_no_measured_row_and_a_trim_note():
     assert trim["details"] == {"pooled_runs": 15, "trimmed_each_side": 3} and "20 %" in trim["message"]
 
 
+def test_planted_crossing_size_moves_only_the_power(calibration_bench):
+    """--crossing-sd: the planted crossing is A's lead of that many between-run SD at the first budget and its
+    deficit of as much at the last, added to the same draws: the null audits (and their counts) do not change
+    with it, and a crossing of 4 SD on 5 tasks x 5 runs is found in most audits where one of 0.5 SD is not."""
+    import numpy as np
+
+    sd, growth = np.array([1.0, 2.0]), (1.0, 1.5, 2.0)
+    shifts = calibration_bench.crossing_shifts(sd, growth, 2.0)
+    assert [s.tolist() for s in shifts] == [[2.0, 4.0], [0.0, 0.0], [-4.0, -8.0]]
+    cells = {size: calibration_bench.shape_cell("gamma", "expanded", 5, 5, 2, sims=20, reps=500, crossing_sd=size)
+             for size in (0.5, 4.0)}
+    small, large = (cells[size]["counts"] for size in (0.5, 4.0))
+    assert {k: v for k, v in small.items() if k != "power"} == {k: v for k, v in large.items() if k != "power"}
+    assert small["power"] <= 2 and large["power"] >= 12, (small, large)
+
+
 def test_collapsed_seeds_five_tasks_five_runs_keep_the_bands(calibration_bench):
     """The fast version of the data-shape calibration (bench/bench_audit_calibration.py --shapes): 200 null
     audits of collapsing seeds, 5 tasks x 5 runs, 2 nested budgets, 3 identical algorithms, through the audit's
