@@ -225,11 +225,13 @@ def crossing_shifts(sd: np.ndarray, growth, size: float = 0.5) -> list[np.ndarra
 
 def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: int, sims: int, reps: int,
                correction: str = "maxt", n_algorithms: int = 3, seed: int = 0, power_too: bool = True,
-               crossing_sd: float = 0.5) -> dict:
+               crossing_sd: float = 0.5, null_too: bool = True) -> dict:
     """Null FWER (``n_algorithms`` identical), 95 % IQM coverage of A, and planted-crossing power (A ahead of the
     others by ``crossing_sd`` SD at the first budget, behind by as much at the last) for one (shape, scheme, size)
-    cell. The data sets do not depend on ``crossing_sd`` (the shift is added to the same draws). Rates as text; the
-    counts behind them under ``counts``."""
+    cell. The data sets do not depend on ``crossing_sd`` (the shift is added to the same draws). ``power_too`` /
+    ``null_too`` False: the crossing / null audits are skipped (their data drawn all the same, so that the other
+    kind's data sets are those of the full cell) and their rates read "not run". Rates as text; the counts behind
+    them under ``counts``."""
     bench = ShapeBenchmark.make(shape, n_tasks)
     growth = tuple(np.linspace(1.0, 2.0, n_budgets))
     budgets = tuple(range(1, n_budgets + 1))
@@ -247,25 +249,26 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
     diag = {"fwer_orderings": 0, "fwer_changes": 0, "n_orderings": 0, "n_changes": 0,
             "orderings_below": [0, 0], "changes_below": [0, 0]}
     for sim in range(sims):
-        boot, fam = audit_many({a: bench.draw(rng, n_runs, growth) for a in names}, settings.replace(seed=sim),
-                               reps, budgets)
-        for row in boot.aggregates:
-            if row["algorithm"] == "A":
-                hit = row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
-                cover += hit
-                n_cover += 1
-                if past_the_replicates(boot, ("A", row["budget"]), settings.confidence, reps):
-                    cover_past += hit
-                    n_past += 1
-        false_order = any(o["decision"] != "inconclusive" for o in fam.orderings.values())
-        false_change = any(c["decision"] == "changed" for c in fam.changes)
-        fwer += false_order or false_change
-        diag["fwer_orderings"] += false_order
-        diag["fwer_changes"] += false_change
-        for kind, rows in (("orderings", list(fam.orderings.values())), ("changes", fam.changes)):
-            diag[f"n_{kind}"] += len(rows)
-            for k, level in enumerate(levels):
-                diag[f"{kind}_below"][k] += sum(r["p_value"] < level for r in rows)
+        null_sets = {a: bench.draw(rng, n_runs, growth) for a in names}  # drawn even unaudited (the RNG's order)
+        if null_too:
+            boot, fam = audit_many(null_sets, settings.replace(seed=sim), reps, budgets)
+            for row in boot.aggregates:
+                if row["algorithm"] == "A":
+                    hit = row["lo"] is not None and row["lo"] <= truth[budgets.index(row["budget"])] <= row["hi"]
+                    cover += hit
+                    n_cover += 1
+                    if past_the_replicates(boot, ("A", row["budget"]), settings.confidence, reps):
+                        cover_past += hit
+                        n_past += 1
+            false_order = any(o["decision"] != "inconclusive" for o in fam.orderings.values())
+            false_change = any(c["decision"] == "changed" for c in fam.changes)
+            fwer += false_order or false_change
+            diag["fwer_orderings"] += false_order
+            diag["fwer_changes"] += false_change
+            for kind, rows in (("orderings", list(fam.orderings.values())), ("changes", fam.changes)):
+                diag[f"n_{kind}"] += len(rows)
+                for k, level in enumerate(levels):
+                    diag[f"{kind}_below"][k] += sum(r["p_value"] < level for r in rows)
         shifts = crossing_shifts(sd, growth, crossing_sd)
         sets = {"A": bench.draw(rng, n_runs, growth, shifts)} | {a: bench.draw(rng, n_runs, growth) for a in names[1:]}
         if not power_too:  # drawn all the same, so that the null data sets are those of the full cell
@@ -273,7 +276,9 @@ def shape_cell(shape: str, method: str, n_tasks: int, n_runs: int, n_budgets: in
         _, fam = audit_many(sets, settings.replace(seed=10_000 + sim), reps, budgets)
         first, last = fam.orderings[(1, "A", "B")]["decision"], fam.orderings[(n_budgets, "A", "B")]["decision"]
         power += first == "a>b" and last == "b>a"
-    return {"cover": rate(cover, n_cover), "fwer": rate(fwer, sims), "power": rate(power, sims),
+    not_run = "not run"
+    return {"cover": rate(cover, n_cover) if null_too else not_run, "fwer": rate(fwer, sims) if null_too else not_run,
+            "power": rate(power, sims) if power_too else not_run,
             "counts": {"cover": cover, "n_cover": n_cover, "fwer": fwer, "power": power, "sims": sims,
                        "cover_past": cover_past, "n_past": n_past},
             "diagnostics": diag | {"levels": levels}}
@@ -443,6 +448,9 @@ def main() -> None:
                     help="--shapes: after each row, the null false findings by kind (orderings, changes) and how "
                          "often members' own p-values fall below alpha and alpha / m")
     ap.add_argument("--null-only", action="store_true", help="--shapes: skip the crossing-power audits")
+    ap.add_argument("--power-only", action="store_true",
+                    help="--shapes: skip the null audits (their data sets drawn all the same, so the crossing "
+                         "audits are those of the full cell), e.g. for more --crossing-sd sizes on measured rows")
     ap.add_argument("--crossing-sd", type=float, default=0.5, metavar="SD",
                     help="--shapes: the planted crossing's size, A's lead at the first budget (and deficit at the "
                          "last) in between-run SD; the data sets are the same for every size")
@@ -519,6 +527,10 @@ def main() -> None:
             ap.error(f"{flag}: unknown shape {unknown[0]!r} (choose from {', '.join(SHAPES)})")
     if not (math.isfinite(args.crossing_sd) and args.crossing_sd > 0):
         ap.error(f"--crossing-sd: expected a lead in between-run SD > 0, got {args.crossing_sd:g}")
+    if args.power_only and (not args.shapes or args.candidate or args.table or args.null_only
+                            or args.coverage_only or args.detect_only or args.diagnose):
+        ap.error("--power-only: only the --shapes table's crossing audits (without --candidate, --null-only, "
+                 "--coverage-only, --detect-only or --diagnose) run without the null ones")
     if args.crossing_sd != 0.5 and (not args.shapes or args.candidate or args.table or args.null_only
                                     or args.coverage_only or args.detect_only):
         ap.error("--crossing-sd: only the --shapes table's crossing power (without "
@@ -1033,9 +1045,9 @@ def calibration_table(args) -> None:
                            row.n_algorithms, seed=args.data_seed, power_too=both)["counts"]
             fwer, cover = [r["fwer"], 300], [r["cover"], r["n_cover"]]
             power = (r["power"], 300) if both else None
-            if row.power is not None and not both:
+            if row.power is not None and not both:  # the crossing audits alone, on the same data sets
                 c = shape_cell(shape, "expanded", row.n_tasks, row.n_runs, row.n_budgets, 300, 4_000, args.correction,
-                               row.n_algorithms, seed=args.data_seed)["counts"]
+                               row.n_algorithms, seed=args.data_seed, null_too=False)["counts"]
                 power = (c["power"], 300)
             if row.n_sims > 300:
                 c = shape_cell(shape, "expanded", row.n_tasks, row.n_runs, row.n_budgets, row.n_sims - 300, reps,
@@ -1099,12 +1111,11 @@ def shape_table(args, sims: int) -> None:
                             continue
                         r = shape_cell(shape, method, n_tasks, n_runs, n_budgets, sims, args.reps, args.correction,
                                        args.n_algorithms, seed=args.data_seed, power_too=not args.null_only,
-                                       crossing_sd=args.crossing_sd)
+                                       crossing_sd=args.crossing_sd, null_too=not args.power_only)
                         pairs = args.n_algorithms * (args.n_algorithms - 1) // 2
                         m = pairs * (2 * n_budgets - 1)
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "
-                              f"{r['cover']:>19}  {r['power'] if not args.null_only else 'not run':>19}  "
-                              f"{time.perf_counter() - t0:5.0f}", flush=True)
+                              f"{r['cover']:>19}  {r['power']:>19}  {time.perf_counter() - t0:5.0f}", flush=True)
                         if args.null_only:  # the counts, so that measurements of one cell can be pooled
                             c = r["counts"]
                             print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}; "

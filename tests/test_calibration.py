@@ -182,7 +182,8 @@ def test_other_schemes_get_no_measured_row_and_a_trim_note():
 def test_planted_crossing_size_moves_only_the_power(calibration_bench):
     """--crossing-sd: the planted crossing is A's lead of that many between-run SD at the first budget and its
     deficit of as much at the last, added to the same draws: the null audits (and their counts) do not change
-    with it, and a crossing of 4 SD on 5 tasks x 5 runs is found in most audits where one of 0.5 SD is not."""
+    with it, and a crossing of 4 SD on 5 tasks x 5 runs is found in most audits where one of 0.5 SD is not;
+    skipping the null audits (the table's power pass) leaves the crossing audits as they were."""
     import numpy as np
 
     sd, growth = np.array([1.0, 2.0]), (1.0, 1.5, 2.0)
@@ -193,6 +194,11 @@ def test_planted_crossing_size_moves_only_the_power(calibration_bench):
     small, large = (cells[size]["counts"] for size in (0.5, 4.0))
     assert {k: v for k, v in small.items() if k != "power"} == {k: v for k, v in large.items() if k != "power"}
     assert small["power"] <= 2 and large["power"] >= 12, (small, large)
+    # the table's power pass: the crossing audits alone find the same crossings on the same data sets
+    alone = calibration_bench.shape_cell("gamma", "expanded", 5, 5, 2, sims=20, reps=500, crossing_sd=4.0,
+                                         null_too=False)
+    assert alone["counts"]["power"] == large["power"] and alone["counts"]["n_cover"] == alone["counts"]["fwer"] == 0
+    assert alone["fwer"] == alone["cover"] == "not run" and alone["power"] == cells[4.0]["power"]
 
 
 def test_collapsed_seeds_five_tasks_five_runs_keep_the_bands(calibration_bench):
@@ -272,8 +278,9 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     monkeypatch.setattr(calibration, "CALIBRATION", rows)
     calls = []
 
-    def cell(shape, method, n_tasks, n_runs, n_budgets, sims, reps, correction, n_algorithms, seed, power_too=True):
-        calls.append((shape, n_runs, sims, reps, seed, power_too))
+    def cell(shape, method, n_tasks, n_runs, n_budgets, sims, reps, correction, n_algorithms, seed, power_too=True,
+             null_too=True):
+        calls.append((shape, n_runs, sims, reps, seed, power_too, null_too))
         return {"counts": {"fwer": sims // 100, "sims": sims, "cover": sims * n_budgets - 10,
                            "n_cover": sims * n_budgets, "power": 30 if power_too else 0}}
 
@@ -282,9 +289,10 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     args = argparse.Namespace(table=str(out), df_rule="smaller:1", iqm_df="runs", collapse_rule="skip-floor",
                               no_shape_df=False, correction="maxt", data_seed=0, table_runs=None)
     calibration_bench.calibration_table(args)
-    assert calls == [("gamma", 2, 300, 50_000, 0, False), ("gamma", 2, 300, 4_000, 0, True),
-                     ("poisson", 10, 300, 4_000, 0, True), ("poisson", 10, 1000, 4_000, 1, False),
-                     ("heavy", 3, 300, 50_000, 0, False)]
+    # a row whose null audits need more replicates than the power pass's 4,000 has the power audited alone
+    assert calls == [("gamma", 2, 300, 50_000, 0, False, True), ("gamma", 2, 300, 4_000, 0, True, False),
+                     ("poisson", 10, 300, 4_000, 0, True, True), ("poisson", 10, 1000, 4_000, 1, False, True),
+                     ("heavy", 3, 300, 50_000, 0, False, True)]
     lines = out.read_text().splitlines()
     assert lines[0].startswith("# bench/bench_audit_calibration.py --table: df rule smaller:1")
     got = [eval(line.split("#")[0].strip().rstrip(","), {"CalibrationRow": calibration.CalibrationRow})
