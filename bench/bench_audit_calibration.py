@@ -110,6 +110,8 @@ class Benchmark:
 
 SHAPES: tuple[str, ...] = ("gamma", "collapsed", "heavy", "poisson")
 """Data shapes of :class:`ShapeBenchmark` (issue 17): the shapes deep-RL scores have."""
+SHAPE_WORDS = {"gamma": "skewed runs", "collapsed": "seeds that collapse to ~0", "heavy": "heavy tails (t, 2.5 df)",
+               "poisson": "integer scores with ties"}
 
 
 @dataclass(frozen=True)
@@ -451,9 +453,13 @@ def main() -> None:
     ap.add_argument("--power-only", action="store_true",
                     help="--shapes: skip the null audits (their data sets drawn all the same, so the crossing "
                          "audits are those of the full cell), e.g. for more --crossing-sd sizes on measured rows")
-    ap.add_argument("--crossing-sd", type=float, default=0.5, metavar="SD",
+    ap.add_argument("--crossing-sd", default="0.5", metavar="SD,...",
                     help="--shapes: the planted crossing's size, A's lead at the first budget (and deficit at the "
-                         "last) in between-run SD; the data sets are the same for every size")
+                         "last) in between-run SD; a comma list measures each (the data sets are the same for "
+                         "every size)")
+    ap.add_argument("--note", metavar="NOTES_TOML",
+                    help="--shapes: write the crossing power measured as the one-line note 'design_power' into a "
+                         "sweep's notes file (<store>.notes.toml), which every report of that sweep carries")
     ap.add_argument("--table", default=None, metavar="OUT",
                     help="re-measure every row of rlaudit.audit.calibration.CALIBRATION (its shape, design, "
                          "simulations and replicates) under the candidate options given (--df-rule, "
@@ -525,13 +531,31 @@ def main() -> None:
         unknown = [x for x in (value or "").split(",") if value and x not in SHAPES]
         if unknown:
             ap.error(f"{flag}: unknown shape {unknown[0]!r} (choose from {', '.join(SHAPES)})")
-    if not (math.isfinite(args.crossing_sd) and args.crossing_sd > 0):
-        ap.error(f"--crossing-sd: expected a lead in between-run SD > 0, got {args.crossing_sd:g}")
+    try:
+        sizes = [float(x) for x in args.crossing_sd.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or not all(math.isfinite(x) and x > 0 for x in sizes):
+        ap.error(f"--crossing-sd: expected leads in between-run SD > 0 (a comma list), got {args.crossing_sd!r}")
     if args.power_only and (not args.shapes or args.candidate or args.table or args.null_only
                             or args.coverage_only or args.detect_only or args.diagnose):
         ap.error("--power-only: only the --shapes table's crossing audits (without --candidate, --null-only, "
                  "--coverage-only, --detect-only or --diagnose) run without the null ones")
-    if args.crossing_sd != 0.5 and (not args.shapes or args.candidate or args.table or args.null_only
+    if args.note and (not args.shapes or args.candidate or args.table or args.null_only or args.coverage_only
+                      or args.detect_only):
+        ap.error("--note: only the --shapes table's crossing power (without --candidate, --null-only, "
+                 "--coverage-only or --detect-only) is written as a note")
+    if args.note:  # refused now rather than after the measurement
+        from pathlib import Path
+
+        from rlaudit.errors import InputError
+        from rlaudit.store.notes import check_notes_file
+
+        try:
+            check_notes_file(Path(args.note))
+        except InputError as err:
+            ap.error(f"--note: {err}")
+    if sizes != [0.5] and (not args.shapes or args.candidate or args.table or args.null_only
                                     or args.coverage_only or args.detect_only):
         ap.error("--crossing-sd: only the --shapes table's crossing power (without "
                  "--candidate, --null-only, --coverage-only or --detect-only) plants it")
@@ -571,7 +595,20 @@ def main() -> None:
         return
     if args.shapes:
         args.n_algorithms = int(args.n_algorithms)
-        shape_table(args, sims)
+        measured = []
+        for size in sizes:
+            args.crossing_sd = size
+            measured += shape_table(args, sims)
+        if args.note:
+            from pathlib import Path
+
+            from rlaudit.store.notes import set_note
+
+            import datetime
+
+            day = datetime.date.today().isoformat()
+            set_note(Path(args.note), "design_power", design_power_note(args, sims, measured, day))
+            print(f"note 'design_power' -> {args.note}")
         return
     rn_sims = args.rn_sims or max(sims // 2, 20)
     if args.rn_only:
@@ -1073,8 +1110,10 @@ def detection_table(args, sims: int) -> None:
               + ", ".join(f"{key} {k}" for key, k in sorted(found.items())), flush=True)
 
 
-def shape_table(args, sims: int) -> None:
-    """The data-shape calibration table (``--shapes``)."""
+def shape_table(args, sims: int) -> list[tuple]:
+    """The data-shape calibration table (``--shapes``), at one crossing size ``args.crossing_sd``; returns the
+    (shape, tasks, runs, budgets, crossing SD, crossing audits found, audits) of its audit-scheme cells."""
+    measured = []
     print(f"data shapes: {sims} simulated audits per cell, {args.reps} replicates, correction {args.correction}, "
           f"df rule {args.df_rule}, IQM df {args.iqm_df}, collapse rule {args.collapse_rule}"
           f"{' (shapes ignored by the df)' if args.no_shape_df else ''}, p rule {args.p_rule}, beyond {args.beyond}, "
@@ -1116,6 +1155,9 @@ def shape_table(args, sims: int) -> None:
                         m = pairs * (2 * n_budgets - 1)
                         print(f"{shape:10} {method:10} {n_tasks:5d} {n_runs:3d} {n_budgets:7d} {m:5d}  {r['fwer']:>19}  "
                               f"{r['cover']:>19}  {r['power']:>19}  {time.perf_counter() - t0:5.0f}", flush=True)
+                        if not args.null_only:
+                            measured.append((shape, n_tasks, n_runs, n_budgets, args.crossing_sd,
+                                             r["counts"]["power"], sims))
                         if args.null_only:  # the counts, so that measurements of one cell can be pooled
                             c = r["counts"]
                             print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}; "
@@ -1124,6 +1166,28 @@ def shape_table(args, sims: int) -> None:
                             d = r["diagnostics"]
                             print(f"    null false findings: orderings {rate(d['fwer_orderings'], sims)}, changes "
                                   f"{rate(d['fwer_changes'], sims)}; {diagnostics_line(d)}", flush=True)
+    return measured
+
+
+def design_power_note(args, sims: int, measured: list[tuple], day: str) -> str:
+    """The one-line note a sweep's reports carry (``--note``): how often the audit finds a planted crossing of
+    each measured size at each design measured (``measured``: :func:`shape_table`'s rows), measured on ``day``."""
+    designs = sorted({(n_tasks, n_budgets) for _, n_tasks, _, n_budgets, *_ in measured})
+    where = "; ".join(f"{t} tasks x {b} budgets" for t, b in designs)
+    parts = []
+    for n_runs in sorted({row[2] for row in measured}):
+        cells = [f"{shape} {size:g} SD {100 * k / n:.0f} %" for shape, _, runs, _, size, k, n in
+                 sorted(measured, key=lambda row: (SHAPES.index(row[0]), row[4])) if runs == n_runs]
+        parts.append(f"{n_runs} runs a task: " + ", ".join(cells))
+    return (f"What this design can detect, simulated with the audit's own steps ({where}, {args.n_algorithms} "
+            f"algorithms, correction {args.correction}, df rule {args.df_rule}, collapse rule {args.collapse_rule}; "
+            f"{sims} data sets a cell, {args.reps:,} replicates, data seed {args.data_seed}; "
+            f"{day}; python bench/bench_audit_calibration.py --shapes ... "
+            f"--crossing-sd ... --note): a planted crossing, one algorithm ahead of the others by d between-run SD on "
+            f"every task at the first budget and behind by d at the last, is found (both orderings decided) in "
+            + "; ".join(parts) + " (" + ", ".join(f"{shape}: {SHAPE_WORDS[shape]}"
+                                                  for shape in dict.fromkeys(row[0] for row in measured))
+            + "; docs/audit.md, What the flagship's design can detect).")
 
 
 if __name__ == "__main__":

@@ -349,3 +349,35 @@ def test_detection_cell_counts_the_shapes_found_on_the_cells_null_data(calibrati
     assert sum(collapsing.values()) == 30 and collapsing["collapsed"] >= 27
     skewed = calibration_bench.detection_cell("gamma", 5, 5, 2, 30, 5)
     assert skewed["none"] >= 27
+
+
+def test_the_flagship_design_power_note_is_the_one_its_recorded_measurement_gives(calibration_bench):
+    """sweeps/dqn-family-minatar/store.sqlite.notes.toml's design_power note says what
+    bench/results/flagship_design_power_note.txt measured, under the audit's current small-sample rule (a change
+    of rule fails here until the note is measured again)."""
+    import argparse
+    import re
+    from pathlib import Path
+
+    from rlaudit.stats import bootstrap
+    from rlaudit.store.notes import read_notes
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "bench/results/flagship_design_power_note.txt").read_text()
+    measured, size = [], None
+    for line in text.splitlines():
+        if line.startswith("data shapes:"):
+            assert "df rule smaller:2," in line and "collapse rule skip-floor," in line and "data seed 0," in line
+            size = float(re.search(r"crossing ([\d.]+) SD", line).group(1))
+        elif line.split()[:1] and line.split()[0] in calibration_bench.SHAPES:
+            f = line.split()
+            power = float(re.search(r"not run +([\d.]+) \[", line).group(1))
+            measured.append((f[0], int(f[2]), int(f[3]), int(f[4]), size, round(power * 3), 300))  # k of 300
+    assert bootstrap.DF_CUT == 2.0 and len(measured) == 27 and "note 'design_power' ->" in text
+    note = next(n for n in read_notes(repo / "sweeps/dqn-family-minatar/store.sqlite")
+                if n.startswith("What this design can detect"))
+    day = re.search(r"; (\d{4}-\d\d-\d\d); python", note).group(1)
+    args = argparse.Namespace(n_algorithms=5, correction="maxt", df_rule="smaller:2", collapse_rule="skip-floor",
+                              reps=4_000, data_seed=0)
+    assert note == " ".join(calibration_bench.design_power_note(args, 300, measured, day).split())
+    assert "5 runs a task: gamma 1 SD 2 %, gamma 1.5 SD 38 %" in note  # docs/audit.md's table, same data sets

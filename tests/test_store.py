@@ -565,7 +565,7 @@ def test_the_main_file_alone_holds_every_finished_run(tmp_path, pl):
 # ----------------------------------------------------------------------------------- sweep notes (<store>.notes.toml)
 
 def test_notes_beside_a_store_reach_its_table_and_a_bad_notes_file_is_refused_in_one_line(tmp_path, pl):
-    from rlaudit.store.notes import notes_path, read_notes, set_note
+    from rlaudit.store.notes import check_notes_file, notes_path, read_notes, set_note
 
     path = _filled(tmp_path, pl)
     (tmp_path / "notes.toml").write_text("the user's own file, not TOML at all [")  # never read as the notes
@@ -586,7 +586,13 @@ def test_notes_beside_a_store_reach_its_table_and_a_bad_notes_file_is_refused_in
         assert not (tmp_path / "o.csv").exists()
         with pytest.raises(InputError, match=message):
             set_note(notes_path(path), "other", "text")
+        with pytest.raises(InputError, match=message):
+            check_notes_file(notes_path(path))
         assert notes_path(path).read_text() == bad
+    check_notes_file(tmp_path / "new.notes.toml")  # none yet: writable
+    for where, message in ((tmp_path / "no" / "n.toml", "its folder does not exist"), (tmp_path, "is a folder")):
+        with pytest.raises(InputError, match=message):
+            check_notes_file(where)
 
 
 def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
@@ -610,7 +616,7 @@ def test_the_flagship_gpu_note_is_the_one_its_recorded_measurement_gives():
     assert (e2e["algorithm"], e2e["runs"], e2e["steps_per_s_per_seed"]) == ("IQN", 5, 1237.0)
     assert e2e["seconds"] * e2e["steps_per_s_per_seed"] == pytest.approx(250_000, rel=1e-3)  # 250k steps a run
     text = bench.note(result, e2e, "rlaudit run bench/protocols/gpu-end-to-end-iqn-asterix.toml")
-    assert read_notes(store) == (text,)
+    assert text in read_notes(store)
     assert "1,237 env steps/s per seed, 86% of the rate above" in text
     iqn = next(e for e in result["entries"] if e["algorithm"] == "IQN" and e["seeds"] == 5)
     assert f"IQN {iqn['steps_per_s_per_seed']:,.0f}" in text and result["machine"]["device_kind"] in text

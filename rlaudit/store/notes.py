@@ -57,6 +57,17 @@ def _read(path: Path) -> dict[str, str]:
     return notes
 
 
+def check_notes_file(path: Path) -> None:
+    """Raise :class:`InputError` unless :func:`set_note` can write ``path``: a notes file or none yet, in an
+    existing folder (for a command that measures first and writes its note last)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: its folder does not exist")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a notes file")
+    _read(path)
+
+
 def set_note(path: Path, key: str, text: str) -> None:
     """Write ``text`` under ``key`` into the notes file ``path`` (created if absent), keeping its other notes.
 
