@@ -35,10 +35,12 @@ and many tests" (``bench/results/runs_needed_power.txt``).
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.optimize
@@ -537,17 +539,16 @@ def main() -> None:
         sizes = []
     if not sizes or not all(math.isfinite(x) and x > 0 for x in sizes):
         ap.error(f"--crossing-sd: expected leads in between-run SD > 0 (a comma list), got {args.crossing_sd!r}")
-    if args.power_only and (not args.shapes or args.candidate or args.table or args.null_only
-                            or args.coverage_only or args.detect_only or args.diagnose):
-        ap.error("--power-only: only the --shapes table's crossing audits (without --candidate, --null-only, "
-                 "--coverage-only, --detect-only or --diagnose) run without the null ones")
-    if args.note and (not args.shapes or args.candidate or args.table or args.null_only or args.coverage_only
-                      or args.detect_only):
-        ap.error("--note: only the --shapes table's crossing power (without --candidate, --null-only, "
-                 "--coverage-only or --detect-only) is written as a note")
+    # the options of the --shapes table's crossing audits: refused in every mode that audits no planted crossing
+    crossing_table = args.shapes and not (args.candidate or args.table or args.null_only or args.coverage_only
+                                          or args.detect_only)
+    for flag, given in (("--power-only", args.power_only), ("--crossing-sd", sizes != [0.5]), ("--note", args.note)):
+        if given and not crossing_table:
+            ap.error(f"{flag}: only the --shapes table's crossing audits use it (not with --candidate, --table, "
+                     "--null-only, --coverage-only or --detect-only)")
+    if args.power_only and args.diagnose:
+        ap.error("--power-only: --diagnose reads the null audits it skips")
     if args.note:  # refused now rather than after the measurement
-        from pathlib import Path
-
         from rlaudit.errors import InputError
         from rlaudit.store.notes import check_notes_file
 
@@ -555,10 +556,6 @@ def main() -> None:
             check_notes_file(Path(args.note))
         except InputError as err:
             ap.error(f"--note: {err}")
-    if sizes != [0.5] and (not args.shapes or args.candidate or args.table or args.null_only
-                                    or args.coverage_only or args.detect_only):
-        ap.error("--crossing-sd: only the --shapes table's crossing power (without "
-                 "--candidate, --null-only, --coverage-only or --detect-only) plants it")
     sims = 100 if args.quick else args.sims
     if args.resampling == "bayesian":
         _bayesian_weights()
@@ -600,11 +597,7 @@ def main() -> None:
             args.crossing_sd = size
             measured += shape_table(args, sims)
         if args.note:
-            from pathlib import Path
-
             from rlaudit.store.notes import set_note
-
-            import datetime
 
             day = datetime.date.today().isoformat()
             set_note(Path(args.note), "design_power", design_power_note(args, sims, measured, day))
@@ -1053,8 +1046,6 @@ def calibration_table(args) -> None:
     ``TABLE_FRESH_SEED`` for the fresh ones of a row of more than 300 simulations) with the replicates of
     :func:`table_null_reps`; power (on the first 300, at 4,000 replicates) where the row has it. With
     ``--table-runs``, only the rows with those runs per task."""
-    from pathlib import Path
-
     from rlaudit.audit.calibration import CALIBRATION
 
     out = Path(args.table)
@@ -1158,7 +1149,7 @@ def shape_table(args, sims: int) -> list[tuple]:
                         if not args.null_only:
                             measured.append((shape, n_tasks, n_runs, n_budgets, args.crossing_sd,
                                              r["counts"]["power"], sims))
-                        if args.null_only:  # the counts, so that measurements of one cell can be pooled
+                        else:  # the counts, so that measurements of one cell can be pooled
                             c = r["counts"]
                             print(f"    counts: null fwer {c['fwer']}/{c['sims']}, cover {c['cover']}/{c['n_cover']}; "
                                   f"past the replicates: cover {c['cover_past']}/{c['n_past']}", flush=True)
