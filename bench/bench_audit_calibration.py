@@ -48,6 +48,7 @@ import scipy.special
 import scipy.stats
 
 from rlaudit.audit.calibration import detect_shapes
+from rlaudit.audit.design_power import LEAD, PowerCell, cells_text
 from rlaudit.audit.engine import Progress, Selection, bootstrap_aggregates, decide_family
 from rlaudit.audit.runs_needed import runs_needed, scaled_df
 from rlaudit.audit.settings import AuditSettings
@@ -1165,18 +1166,14 @@ def design_power_note(args, sims: int, measured: list[tuple], day: str) -> str:
     each measured size at each design measured (``measured``: :func:`shape_table`'s rows), measured on ``day``."""
     designs = sorted({(n_tasks, n_budgets) for _, n_tasks, _, n_budgets, *_ in measured})
     where = "; ".join(f"{t} tasks x {b} budgets" for t, b in designs)
-    parts = []
-    for n_runs in sorted({row[2] for row in measured}):
-        cells = [f"{shape} {size:g} SD {100 * k / n:.0f} %" for shape, _, runs, _, size, k, n in
-                 sorted(measured, key=lambda row: (SHAPES.index(row[0]), row[4])) if runs == n_runs]
-        parts.append(f"{n_runs} runs a task: " + ", ".join(cells))
-    return (f"What this design can detect, simulated with the audit's own steps ({where}, {args.n_algorithms} "
+    cells = [PowerCell(runs, shape, size, round(100 * k / n)) for shape, _, runs, _, size, k, n in measured]
+    return (f"{LEAD} ({where}, {args.n_algorithms} "
             f"algorithms, correction {args.correction}, df rule {args.df_rule}, collapse rule {args.collapse_rule}; "
             f"{sims} data sets a cell, {args.reps:,} replicates, data seed {args.data_seed}; "
             f"{day}; python bench/bench_audit_calibration.py --shapes ... "
             f"--crossing-sd ... --note): a planted crossing, one algorithm ahead of the others by d between-run SD on "
             f"every task at the first budget and behind by d at the last, is found (both orderings decided) in "
-            + "; ".join(parts) + " (" + ", ".join(f"{shape}: {SHAPE_WORDS[shape]}"
+            + cells_text(cells, SHAPES) + " (" + ", ".join(f"{shape}: {SHAPE_WORDS[shape]}"
                                                   for shape in dict.fromkeys(row[0] for row in measured))
             + "; docs/audit.md, What the flagship's design can detect).")
 

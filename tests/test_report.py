@@ -9,6 +9,7 @@ when ``pdflatex`` is absent; a structural check runs regardless).
 from __future__ import annotations
 
 import base64
+import copy
 import html.parser
 import json
 import os
@@ -25,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from rlaudit.audit import AuditSettings, parse_claims, run_audit
+from rlaudit.audit.design_power import LEAD, PowerCell, cells_text
 from rlaudit.errors import InputError
 from rlaudit.report import build_report, parse_formats
 from rlaudit.report.model import SECTIONS, build_model, format_budget, format_interval, format_number
@@ -239,6 +241,26 @@ def test_answer_leads_the_verdict(audit_doc, report_dir):
         < verdict.index("2. **Runs per task") < verdict.index("**Findings**")
     html_text = (report_dir / "index.html").read_text()
     assert html_text.index('<ol class="answer">') < html_text.index("<h3>Findings</h3>")
+
+
+def test_answer_says_what_the_design_can_detect_when_the_sweep_has_measured_it(audit_doc):
+    """With a design-power note among the audit's notes, the first answer line says how often the design finds a
+    crossing at the audit's fewest runs a task (8 here: the row measured at 5) and at the most measured; without
+    one it says nothing of power."""
+    assert "What this design can detect" not in build_model(audit_doc).answer[0].text
+    cells = [PowerCell(n, shape, sd, pct) for n, shape, sd, pct in
+             [(3, "gamma", 1, 0), (3, "heavy", 1, 2), (5, "gamma", 1, 11), (5, "heavy", 1, 17), (10, "gamma", 1, 90),
+              (10, "heavy", 1, 96)]]
+    doc = copy.deepcopy(audit_doc)
+    note = f"{LEAD} (...): ... in {cells_text(cells, ['gamma', 'heavy'])}"
+    doc["data"]["notes"] = [*doc["data"].get("notes", []), note]
+    assert {int(d["n_runs"]) for d in doc["data"]["design"]} == {8}
+    line = build_model(doc).answer[0].text
+    assert line.endswith(" What this design can detect: a crossing of 1 between-run SD (one algorithm ahead at the "
+                         "first budget, behind at the last) is found in 11–17 % of simulated audits of this design "
+                         "with 5 runs a task (the fewest here are 8) and in 90–96 % with 10 (range over the shapes "
+                         "gamma, heavy; the note in section 2).")
+    assert line in _render_md(doc)
 
 
 def test_answer_of_a_joined_rerun_names_published_orderings_learning_and_settings():
@@ -822,8 +844,6 @@ def test_summary_and_report_word_claims_and_decisions_alike(audit_doc, tmp_path)
 
 
 def test_unbounded_interval_is_explained_in_every_format(audit_doc, tmp_path):
-    import copy
-
     from rlaudit.report.render import render_text
 
     figures = {stem: {} for stem in STEMS}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rlaudit.audit.design_power import power_sentence, read_note
 from rlaudit.audit.rows import decision_text
 from rlaudit.report.parts import join_words, metric_name
 
@@ -67,11 +68,20 @@ def _between_budgets(r) -> AnswerLine:
         parts.append(f"{len(inversions)} confirmed inversion(s): " + "; ".join(inversions))
     if changes:
         parts.append(f"{len(changes)} pair(s) whose gap changes (tested) without reversing: " + "; ".join(changes))
+    power = _design_power(r)
     if not parts:
         return AnswerLine(heading, f"none ({span}, family-wise error {r.audit['settings'].get('alpha', 0.05)}): "
-                                   f"of {counts['pairs']} pairs, {tail}.")
+                                   f"of {counts['pairs']} pairs, {tail}.{power}")
     rest = f" Of the other {counts['pairs']} pairs: {tail}." if counts["pairs"] else ""
-    return AnswerLine(heading, ". ".join(parts) + f" ({span}).{rest}")
+    return AnswerLine(heading, ". ".join(parts) + f" ({span}).{rest}{power}")
+
+
+def _design_power(r) -> str:
+    """" What this design can detect: ..." from the sweep's design-power note, at its fewest runs a task ("" when
+    the audit has no such note)."""
+    runs = [int(d["n_runs"]) for d in r.audit["data"].get("design") or []]
+    sentence = power_sentence(read_note(r.audit["data"].get("notes") or []), min(runs, default=0))
+    return f" What this design can detect: {sentence}." if sentence else ""
 
 
 def _signed(o, a: str) -> str:
