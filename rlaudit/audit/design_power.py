@@ -4,8 +4,9 @@
 tasks, budgets and algorithms) in which one algorithm leads the others by d between-run SD at the first budget
 and trails by d at the last, and writes how often both orderings were decided as the sweep's note
 ``design_power`` (:mod:`rlaudit.store.notes`). The note is free text for the setup table; its measured cells
-follow :func:`cells_text`, so that :func:`read_note` finds them again in an audit's notes and the verdict can say,
-beside "none changes", how often this design would have found a change. Nothing here measures anything.
+follow :func:`cells_text`, so that :func:`read_note` finds them again in an audit's notes and the verdict can
+say, beside what changes between budgets (or that nothing does), how often this design would have found a
+change. Nothing here measures anything.
 """
 
 from __future__ import annotations
@@ -55,13 +56,12 @@ def read_note(notes: Iterable[str]) -> tuple[PowerCell, ...]:
 
 def power_sentence(cells: Sequence[PowerCell], n_runs: int) -> str:
     """What the verdict says beside its answer for an audit whose fewest runs a task is ``n_runs``: the measured
-    row at the largest run count up to ``n_runs`` (else the smallest measured, said so) and the largest measured
-    row, each size as the range over the measured shapes; "" without cells."""
+    row at the largest run count up to ``n_runs`` (else the smallest measured; the sentence names ``n_runs``) and the
+    largest measured row, each size as the range over the measured shapes; "" without cells."""
     if not cells:
         return ""
     counts = sorted({c.n_runs for c in cells})
     here = max((n for n in counts if n <= n_runs), default=counts[0])
-    rows = [here] + ([counts[-1]] if counts[-1] != here else [])
     sizes = sorted({c.sd for c in cells})
     shapes = list(dict.fromkeys(c.shape for c in cells))
 
@@ -75,7 +75,7 @@ def power_sentence(cells: Sequence[PowerCell], n_runs: int) -> str:
 
     fewest = "the fewest here" if here == n_runs else f"the fewest here are {n_runs}"
     tail = f"range over the shapes {', '.join(shapes)}; the note in section 2"
-    more = f" and in {row(rows[1])} with {rows[1]} ({tail})" if len(rows) > 1 else ""
+    more = f" and in {row(counts[-1])} with {counts[-1]} ({tail})" if counts[-1] != here else ""
     return (f"a crossing of {' / '.join(f'{sd:g}' for sd in sizes)} between-run SD (one algorithm ahead at the "
             f"first budget, behind at the last) is found in {row(here)} of simulated audits of this design with "
             f"{here} runs a task ({fewest}{'' if more else '; ' + tail}){more}")

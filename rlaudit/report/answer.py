@@ -1,7 +1,8 @@
 """The answer a report of several budgets leads with: does the comparison's conclusion hold at another budget?
 
 Five lines, in this order, each read from ``audit.json`` (nothing is recomputed): the orderings that change
-between the audited budgets (confirmed inversions and tested changes, with their crossover budgets); the
+between the audited budgets (confirmed inversions and tested changes, with their crossover budgets, and what the
+design can detect when the sweep has measured it: :mod:`rlaudit.audit.design_power`); the
 published orderings at each rerun budget (a joined audit, suite change stated); where nothing has learned yet;
 the declared settings deviations; the runs per task that would decide each undecided pair. A line whose input
 the audit does not have (no published side, no random-policy reference, no declared source) is left out.
