@@ -85,8 +85,8 @@ class CalibrationRow:
     ``None`` where only null audits were run."""
     n_sims: int
     """Simulated null audits behind the row's error and coverage. 300 from the table's data sets (data seed 0);
-    1,300 where 1,000 fresh ones (data seed 1) were added to re-measure a cell that missed a target
-    (docs/audit.md, "Fresh data sets"). The power is from the first 300."""
+    1,300 where 1,000 fresh ones (data seed 1) were added to re-measure a cell that missed a target or sat near
+    one (docs/audit.md, "Fresh data sets"). The power is from the first 300."""
     n_algorithms: int = 3
     """Algorithms in the simulated design (the family has ``pairs x (2 budgets - 1)`` tests)."""
 
@@ -126,7 +126,9 @@ class CalibrationRow:
 # _10runs.txt (bench/bench_audit_calibration.py --table). The 5 tasks x 2-3 runs, 2-budget rows and the flagship's
 # 5-algorithm rows: null FWER and coverage at the audit's default 50,000 replicates, deciding past the replicates
 # and bounding aggregate intervals past them; their power, and every other row, at 4,000 replicates (the rows with
-# more runs or tasks read the same either way: measured for 5 x 5 under the rule before).
+# more runs or tasks read the same either way: measured for 5 x 5 under the rule before). The 26 x 5, 4-budget
+# collapsed, heavy and discrete rows add 1,000 fresh data sets (data seed 1) to those 300, as --table does:
+# bench/results/calibration_fresh_1000_26x5_4budgets.txt (2026-12-07).
 CALIBRATION: tuple[CalibrationRow, ...] = (
     CalibrationRow("collapsed", 5, 2, 2, (0.7, 0.1, 2.4), (99.5, 98.5, 99.9), 0.0, 300),
     CalibrationRow("collapsed", 5, 3, 2, (3.0, 1.4, 5.6), (95.7, 93.7, 97.2), 0.0, 300),
@@ -135,7 +137,7 @@ CALIBRATION: tuple[CalibrationRow, ...] = (
     CalibrationRow("collapsed", 5, 10, 2, (4.2, 3.2, 5.5), (96.0, 95.1, 96.7), 0.0, 1300),
     CalibrationRow("collapsed", 26, 3, 2, (4.7, 2.6, 7.7), (94.7, 92.6, 96.3), 0.7, 300),
     CalibrationRow("collapsed", 26, 5, 2, (4.3, 2.3, 7.3), (93.2, 90.8, 95.1), 11.7, 300),
-    CalibrationRow("collapsed", 26, 5, 4, (6.0, 3.6, 9.3), (94.8, 93.4, 96.0), 1.7, 300),
+    CalibrationRow("collapsed", 26, 5, 4, (6.0, 4.8, 7.4), (94.5, 93.8, 95.1), 1.7, 1300),
     CalibrationRow("collapsed", 26, 10, 2, (5.8, 4.6, 7.3), (94.4, 93.4, 95.2), 64.0, 1300),
     CalibrationRow("heavy", 5, 2, 2, (0.0, 0.0, 1.2), (100.0, 99.4, 100.0), 0.0, 300),
     CalibrationRow("heavy", 5, 3, 2, (0.3, 0.0, 1.8), (95.7, 93.7, 97.2), 0.0, 300),
@@ -144,7 +146,7 @@ CALIBRATION: tuple[CalibrationRow, ...] = (
     CalibrationRow("heavy", 5, 10, 2, (3.7, 1.8, 6.5), (93.0, 90.7, 94.9), 32.7, 300),
     CalibrationRow("heavy", 26, 3, 2, (5.0, 2.8, 8.1), (96.3, 94.5, 97.7), 57.7, 300),
     CalibrationRow("heavy", 26, 5, 2, (4.7, 2.6, 7.7), (93.2, 90.8, 95.1), 95.0, 300),
-    CalibrationRow("heavy", 26, 5, 4, (5.0, 2.8, 8.1), (95.2, 93.8, 96.3), 86.7, 300),
+    CalibrationRow("heavy", 26, 5, 4, (5.5, 4.3, 6.8), (94.4, 93.7, 95.0), 86.7, 1300),
     CalibrationRow("heavy", 26, 10, 2, (5.1, 3.9, 6.4), (94.9, 94.0, 95.7), 100.0, 1300),
     CalibrationRow("discrete", 5, 2, 2, (0.0, 0.0, 1.2), (99.5, 98.5, 99.9), 0.0, 300),
     CalibrationRow("discrete", 5, 3, 2, (0.3, 0.0, 1.8), (99.7, 98.8, 100.0), 0.0, 300),
@@ -153,7 +155,7 @@ CALIBRATION: tuple[CalibrationRow, ...] = (
     CalibrationRow("discrete", 5, 10, 2, (5.3, 3.1, 8.5), (95.3, 93.3, 96.9), 33.3, 300),
     CalibrationRow("discrete", 26, 3, 2, (3.3, 1.6, 6.0), (95.5, 93.5, 97.0), 24.7, 300),
     CalibrationRow("discrete", 26, 5, 2, (3.7, 1.8, 6.5), (96.0, 94.1, 97.4), 75.0, 300),
-    CalibrationRow("discrete", 26, 5, 4, (4.7, 2.6, 7.7), (96.4, 95.2, 97.4), 56.7, 300),
+    CalibrationRow("discrete", 26, 5, 4, (5.3, 4.2, 6.7), (95.8, 95.2, 96.3), 56.7, 1300),
     CalibrationRow("discrete", 26, 10, 2, (5.2, 4.0, 6.5), (95.1, 94.2, 95.9), 98.7, 1300),
     CalibrationRow("gamma", 5, 2, 2, (0.0, 0.0, 1.2), (99.8, 99.1, 100.0), 0.0, 300),
     CalibrationRow("gamma", 5, 3, 2, (2.3, 0.9, 4.7), (97.5, 95.9, 98.6), 0.0, 300),
