@@ -1019,8 +1019,10 @@ TABLE_FRESH_SEED = 1
 
 def table_null_reps(row) -> int:
     """Replicates of a ``CALIBRATION`` row's null audits, as the table states them: 50,000 (the audit's default)
-    for the flagship's 5-algorithm design and the 5 tasks x 2-3 runs, 2-budget rows; 4,000 for the rest."""
-    return 50_000 if row.n_algorithms == 5 or (row.n_tasks == 5 and row.n_runs <= 3 and row.n_budgets == 2) else 4_000
+    for the flagship's 5-algorithm design up to 5 runs a task and the 5 tasks x 2-3 runs, 2-budget rows; 4,000 for
+    the rest."""
+    few = row.n_runs <= 3 and row.n_budgets == 2 or row.n_algorithms == 5 and row.n_runs <= 5
+    return 50_000 if row.n_tasks == 5 and few else 4_000
 
 
 def table_key(shape: str, n_tasks: int, n_runs: int, n_budgets: int, n_algorithms: int) -> str:

@@ -274,7 +274,8 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
 
     rows = (calibration.CalibrationRow("gamma", 5, 2, 2, (0, 0, 0), (0, 0, 0), 0.0, 300),
             calibration.CalibrationRow("discrete", 5, 10, 2, (0, 0, 0), (0, 0, 0), 1.0, 1300),
-            calibration.CalibrationRow("heavy", 5, 3, 4, (0, 0, 0), (0, 0, 0), None, 300, 5))
+            calibration.CalibrationRow("heavy", 5, 3, 4, (0, 0, 0), (0, 0, 0), None, 300, 5),
+            calibration.CalibrationRow("heavy", 5, 10, 4, (0, 0, 0), (0, 0, 0), None, 1300, 5))
     monkeypatch.setattr(calibration, "CALIBRATION", rows)
     calls = []
 
@@ -292,7 +293,8 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     # a row whose null audits need more replicates than the power pass's 4,000 has the power audited alone
     assert calls == [("gamma", 2, 300, 50_000, 0, False, True), ("gamma", 2, 300, 4_000, 0, True, False),
                      ("poisson", 10, 300, 4_000, 0, True, True), ("poisson", 10, 1000, 4_000, 1, False, True),
-                     ("heavy", 3, 300, 50_000, 0, False, True)]
+                     ("heavy", 3, 300, 50_000, 0, False, True), ("heavy", 10, 300, 4_000, 0, False, True),
+                     ("heavy", 10, 1000, 4_000, 1, False, True)]
     lines = out.read_text().splitlines()
     assert lines[0].startswith("# bench/bench_audit_calibration.py --table: df rule smaller:1")
     got = [eval(line.split("#")[0].strip().rstrip(","), {"CalibrationRow": calibration.CalibrationRow})
@@ -302,6 +304,7 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     assert got[0].fwer == (1.0, 0.2, 2.9) and got[0].coverage[0] == 98.3 and got[0].power == 10.0  # 3/300, 590/600
     assert got[1].fwer[0] == round(100 * 13 / 1300, 1) and got[1].coverage[0] == round(100 * 2580 / 2600, 1)
     assert got[2].power is None and got[2].fwer[0] == 1.0
+    assert got[3].power is None and got[3].fwer[0] == round(100 * 13 / 1300, 1)
     calls.clear()
     calibration_bench.calibration_table(args)
     assert calls == [] and out.read_text().splitlines() == lines
@@ -310,7 +313,7 @@ def test_table_mode_remeasures_each_row_as_the_table_states_it_and_resumes(calib
     assert calls == [] and out.read_text().splitlines() == lines  # nothing mixed into it
     some = tmp_path / "some.txt"  # --table-runs: only those rows, and the header says so
     calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"table": str(some), "table_runs": "3,10"})))
-    assert [c[:2] for c in calls] == [("poisson", 10), ("poisson", 10), ("heavy", 3)]
+    assert [c[:2] for c in calls] == [("poisson", 10), ("poisson", 10), ("heavy", 3), ("heavy", 10), ("heavy", 10)]
     assert some.read_text().splitlines()[0].endswith(", rows with 3,10 runs per task only")
     with pytest.raises(SystemExit, match="measured under other options"):
         calibration_bench.calibration_table(argparse.Namespace(**(vars(args) | {"table": str(some)})))
