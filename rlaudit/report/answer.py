@@ -80,9 +80,13 @@ def _between_budgets(r) -> AnswerLine:
 def _design_power(r) -> str:
     """" What this design can detect: ..." from the sweep's design-power note, at its fewest runs a task ("" when
     the audit has no such note)."""
-    runs = [int(d["n_runs"]) for d in r.audit["data"].get("design") or []]
-    sentence = power_sentence(read_note(r.audit["data"].get("notes") or []), min(runs, default=0))
+    sentence = power_sentence(read_note(r.audit["data"].get("notes") or []), min(_run_counts(r), default=0))
     return f" What this design can detect: {sentence}." if sentence else ""
+
+
+def _run_counts(r) -> list[int]:
+    """The audit's runs per task (over algorithms, tasks and budgets), each count once, fewest first."""
+    return sorted({int(d["n_runs"]) for d in r.audit["data"].get("design") or []})
 
 
 def _signed(o, a: str) -> str:
@@ -186,7 +190,7 @@ def _runs_to_decide(r) -> AnswerLine:
         texts.append(f"{pair}: {cells}")
     more = len(texts) - SHOWN
     shown = "; ".join(texts[:SHOWN]) + (f"; and {more} more pair(s)" if more > 0 else "")
-    runs = sorted({int(d["n_runs"]) for d in r.audit["data"].get("design") or []})
+    runs = _run_counts(r)
     now = f" (now {runs[0]}{'–' + str(runs[-1]) if len(runs) > 1 else ''} runs per task)" if runs else ""
     bounds = " (lower bounds at this run count)" if r.few_runs is not None else ""
     return AnswerLine(heading, f"{shown}{now}; estimates{bounds} and their method in section 8.")
