@@ -75,7 +75,7 @@ def _cpu_hours(seconds: float) -> str:
 
 def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded: dict) -> None:
     """How far an existing store is through the plan, and what finishing it costs."""
-    from rlaudit.run.checkpoint import Checkpoints, checkpoint_dir
+    from rlaudit.run.checkpoint import Checkpoints, checkpoint_dir, saved_checkpoints
     from rlaudit.run.driver import estimate, format_duration, resume_points, resumed_text
     from rlaudit.store import done_run_ids
 
@@ -84,8 +84,9 @@ def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded:
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
     specs = {s.run_id: s for s in left}  # priced from their checkpoints as a plain 'rlaudit run' resumes them
-    trained = resume_points(specs, Checkpoints(checkpoint_dir(store_path)))
-    saved = resume_points(specs, Checkpoints(checkpoint_dir(store_path), portable=True))
+    notes = saved_checkpoints(checkpoint_dir(store_path))  # read the folder once for both
+    trained = resume_points(specs, Checkpoints(checkpoint_dir(store_path)), notes)
+    saved = resume_points(specs, Checkpoints(checkpoint_dir(store_path), portable=True), notes)
     elsewhere = len(saved) - len(trained)
     rest = ""
     if left and (n_done or saved):

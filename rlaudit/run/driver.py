@@ -372,14 +372,17 @@ class Summary:
     """Env steps of those runs."""
 
 
-def resume_points(specs: Mapping[str, RunSpec], checkpoints) -> dict[str, int]:
+def resume_points(specs: Mapping[str, RunSpec], checkpoints, saved=None) -> dict[str, int]:
     """Run id -> env steps of the checkpoint each of ``specs`` would resume from (:mod:`rlaudit.run.checkpoint`:
-    one written on this machine, or on any with ``checkpoints.portable``); none without ``checkpoints``."""
+    one written on this machine, or on any with ``checkpoints.portable``); none without ``checkpoints``. ``saved``
+    is the folder's :func:`~rlaudit.run.checkpoint.saved_checkpoints` where the caller has read it already."""
     if checkpoints is None:
         return {}
-    from rlaudit.run.checkpoint import saved_checkpoints
+    if saved is None:
+        from rlaudit.run.checkpoint import saved_checkpoints
 
-    return {run_id: steps for run_id, (steps, here) in saved_checkpoints(checkpoints.directory).items()
+        saved = saved_checkpoints(checkpoints.directory)
+    return {run_id: steps for run_id, (steps, here) in saved.items()
             if run_id in specs and steps > 0 and (here or checkpoints.portable)}
 
 
