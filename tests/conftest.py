@@ -32,6 +32,19 @@ def calibration_bench():
         sys.path.pop(0)
 
 
+@pytest.fixture(scope="session")
+def dependence_check(calibration_bench):
+    """``bench/dependence_check.py`` as a module (it imports the calibration suite by name)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return importlib.import_module("dependence_check")
+    finally:
+        sys.path.pop(0)
+
+
 @pytest.fixture(autouse=True)
 def _single_torch_thread(monkeypatch):
     """Tests share 2 cores; keep BLAS/torch from oversubscribing them."""
