@@ -84,9 +84,10 @@ def _print_progress(plan_, store_path: Path, workers: int, busy: bool, recorded:
     n_done = len(plan_.runs) - len(left)
     writer = "; another 'rlaudit run' is writing it now (checked read-only)" if busy else ""
     specs = {s.run_id: s for s in left}  # priced from their checkpoints as a plain 'rlaudit run' resumes them
-    notes = saved_checkpoints(checkpoint_dir(store_path))  # read the folder once for both
-    trained = resume_points(specs, Checkpoints(checkpoint_dir(store_path)), notes)
-    saved = resume_points(specs, Checkpoints(checkpoint_dir(store_path), portable=True), notes)
+    folder = checkpoint_dir(store_path)
+    notes = saved_checkpoints(folder)  # read once for both
+    trained = resume_points(specs, Checkpoints(folder), notes)
+    saved = resume_points(specs, Checkpoints(folder, portable=True), notes)
     elsewhere = len(saved) - len(trained)
     rest = ""
     if left and (n_done or saved):

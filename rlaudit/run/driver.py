@@ -372,7 +372,8 @@ class Summary:
     """Env steps of those runs."""
 
 
-def resume_points(specs: Mapping[str, RunSpec], checkpoints, saved=None) -> dict[str, int]:
+def resume_points(specs: Mapping[str, RunSpec], checkpoints,
+                  saved: Mapping[str, tuple[int, bool]] | None = None) -> dict[str, int]:
     """Run id -> env steps of the checkpoint each of ``specs`` would resume from (:mod:`rlaudit.run.checkpoint`:
     one written on this machine, or on any with ``checkpoints.portable``); none without ``checkpoints``. ``saved``
     is the folder's :func:`~rlaudit.run.checkpoint.saved_checkpoints` where the caller has read it already."""
