@@ -24,31 +24,8 @@ import numpy as np
 import scipy.stats
 from bench_audit_calibration import SHAPES, ShapeBenchmark, audit_many, null_data_sets
 
+from rlaudit.audit.engine import family_members, member_statistic
 from rlaudit.audit.settings import AuditSettings
-
-
-def members(names: list[str], n_budgets: int) -> list[tuple[str, int, str, str]]:
-    """The family as ``rlaudit.audit.engine.decide_family`` orders it: orderings at every budget, then changes."""
-    pairs = list(itertools.combinations(names, 2))
-    budgets = range(1, n_budgets + 1)
-    return ([("order", b, a1, a2) for b in budgets for a1, a2 in pairs]
-            + [("change", b, a1, a2) for a1, a2 in pairs for b in list(budgets)[:-1]])
-
-
-def statistics(points: dict, values: dict, fam: list, last: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each member's point estimate, shape ``(m,)``, and its replicates, shape ``(reps, m)``."""
-    def gap(b, a1, a2):
-        return points[(a1, b)] - points[(a2, b)], values[(a1, b)] - values[(a2, b)]
-
-    pts, reps = [], []
-    for kind, b, a1, a2 in fam:
-        p, d = gap(b, a1, a2)
-        if kind == "change":
-            p_last, d_last = gap(last, a1, a2)
-            p, d = p_last - p, d_last - d
-        pts.append(p)
-        reps.append(d)
-    return np.array(pts), np.column_stack(reps)
 
 
 def _shared_kind(kx: str, ky: str, same_budget: bool) -> str:
@@ -92,7 +69,7 @@ def cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, n_algorithms: in
     bench = ShapeBenchmark.make(shape, n_tasks)
     rng = np.random.default_rng([seed, SHAPES.index(shape), n_tasks, n_runs, n_budgets])
     names = [chr(ord("A") + k) for k in range(n_algorithms)]
-    fam = members(names, n_budgets)
+    fam = family_members(list(range(1, n_budgets + 1)), list(itertools.combinations(names, 2)))
     kinds = {}
     for i, j in itertools.combinations(range(len(fam)), 2):
         kinds.setdefault(pair_kind(fam[i], fam[j]), []).append((i, j))
@@ -102,10 +79,9 @@ def cell(shape: str, n_tasks: int, n_runs: int, n_budgets: int, n_algorithms: in
     for sim, sets in enumerate(null_data_sets(bench, n_runs, n_budgets, sims, n_algorithms, rng)):
         by_algorithm = {a: [sets[(a, b)] for b in range(1, n_budgets + 1)] for a in names}
         boot, _ = audit_many(by_algorithm, settings.replace(seed=sim), reps, range(1, n_budgets + 1))
-        pts = {k: float(v[0]) for k, v in boot.points.items()}
-        vals = {k: v[:, 0] for k, v in boot.values.items()}
-        p, d = statistics(pts, vals, fam, n_budgets)
-        points.append(p)
+        p, d = zip(*(member_statistic(member, boot, 0, n_budgets) for member in fam))
+        d = np.column_stack(d)
+        points.append(np.array(p))
         with np.errstate(invalid="ignore", divide="ignore"):
             boot_corr.append(np.corrcoef(d, rowvar=False))
     points = np.array(points)

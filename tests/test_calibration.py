@@ -386,27 +386,10 @@ def test_the_flagship_design_power_note_is_the_one_its_recorded_measurement_give
     assert "5 runs a task: gamma 1 SD 2 %, gamma 1.5 SD 38 %" in note  # docs/audit.md's table, same data sets
 
 
-def test_dependence_check_measures_the_audits_own_members(calibration_bench, dependence_check):
-    """bench/dependence_check.py (docs/audit.md, "Not the family's size") reads the family max-T reads: the same
-    members in the same order with the audit's point estimates, pairs of members classed by what they share, and
-    an effective test count of m for independent members and 1 for identical ones."""
-    rng = np.random.default_rng(3)
-    bench = calibration_bench.ShapeBenchmark.make("heavy", 5)
-    sets = next(calibration_bench.null_data_sets(bench, 4, 3, 1, 3, rng))
-    names = ["A", "B", "C"]
-    by_algorithm = {a: [sets[(a, b)] for b in (1, 2, 3)] for a in names}
-    settings = AuditSettings(metric="iqm", metrics=("iqm",), interval_method="expanded", reps=500)
-    boot, fam = calibration_bench.audit_many(by_algorithm, settings, 500, (1, 2, 3))
-    members = dependence_check.members(names, 3)
-    assert len(members) == 3 * 5 == len(fam.orderings) + len(fam.changes)
-    points, reps = dependence_check.statistics({k: float(v[0]) for k, v in boot.points.items()},
-                                               {k: v[:, 0] for k, v in boot.values.items()}, members, 3)
-    assert reps.shape == (500, 15)
-    orderings = [m for m in members if m[0] == "order"]
-    for (_, b, a1, a2), point in zip(orderings, points):
-        assert fam.orderings[(b, a1, a2)]["diff_point"] == pytest.approx(point)
-    for row, point in zip(fam.changes, points[len(orderings):]):
-        assert row["diff_point"] == pytest.approx(point)
+def test_dependence_check_classes_member_pairs_and_counts_effective_tests(dependence_check):
+    """bench/dependence_check.py (docs/audit.md, "Not the family's size") classes pairs of the audit's members
+    (``rlaudit.audit.engine.family_members``) by what they share, and counts m effective tests for independent
+    members and 1 for identical ones."""
     kind = dependence_check.pair_kind
     assert kind(("order", 1, "A", "B"), ("order", 2, "A", "B")) == "orderings of one pair, two budgets"
     assert kind(("order", 1, "A", "B"), ("order", 1, "A", "C")).endswith("one budget (same side)")

@@ -426,6 +426,30 @@ def member_interval(diffs: np.ndarray, point: float, k: int, level: float, df: f
     return bootstrap.t_interval_past(point, diffs, level, df)
 
 
+def family_members(budgets: Sequence[int], pairs: Sequence[tuple[str, str]]) -> list[tuple[str, int, str, str]]:
+    """The members of one metric's family, in the order it is decided: ``("order", b, a1, a2)`` for every budget
+    and pair, then ``("change", b, a1, a2)`` for every pair and every budget but the last."""
+    return ([("order", b, a1, a2) for b in budgets for a1, a2 in pairs]
+            + [("change", b, a1, a2) for a1, a2 in pairs for b in budgets[:-1]])
+
+
+def member_statistic(member: tuple[str, int, str, str], boot: Replicates, j: int, last: int
+                     ) -> tuple[float, np.ndarray]:
+    """A member's point estimate and its replicates, shape ``(reps,)``, of metric column ``j``: the ordering's
+    ``D = metric(a1) - metric(a2)`` at its budget, or the change's ``gap(last) - gap(b)``."""
+    kind, b, a1, a2 = member
+
+    def gap(budget: int) -> tuple[float, np.ndarray]:
+        return (float(boot.points[(a1, budget)][j] - boot.points[(a2, budget)][j]),
+                boot.values[(a1, budget)][:, j] - boot.values[(a2, budget)][:, j])
+
+    point, d = gap(b)
+    if kind == "order":
+        return point, d
+    point_last, d_last = gap(last)
+    return point_last - point, d_last - d
+
+
 def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, metric: str) -> Family:
     """Decide every ordering and change of ``metric`` with family-wise error rate ``settings.alpha``.
 
@@ -435,21 +459,11 @@ def decide_family(sel: Selection, boot: Replicates, settings: AuditSettings, met
     """
     j = boot.metrics.index(metric)
     hib = stats_metrics.HIGHER_IS_BETTER[metric]
-    values, points = boot.values, boot.points
     last = sel.budgets[-1]
-    members = [("order", b, a1, a2) for b in sel.budgets for a1, a2 in sel.pairs]
-    members += [("change", b, a1, a2) for a1, a2 in sel.pairs for b in sel.budgets[:-1]]
-
-    def gap(b: int, a1: str, a2: str) -> tuple[float, np.ndarray]:
-        return (float(points[(a1, b)][j] - points[(a2, b)][j]), values[(a1, b)][:, j] - values[(a2, b)][:, j])
+    members = family_members(sel.budgets, sel.pairs)
 
     def statistic(i: int) -> tuple[float, np.ndarray]:
-        kind, b, a1, a2 = members[i]
-        point, d = gap(b, a1, a2)
-        if kind == "order":
-            return point, d
-        point_last, d_last = gap(last, a1, a2)
-        return point_last - point, d_last - d
+        return member_statistic(members[i], boot, j, last)
 
     def cells(i: int) -> list[tuple[str, int]]:
         kind, b, a1, a2 = members[i]
