@@ -40,8 +40,7 @@ def pair_kind(x: tuple, y: tuple) -> str:
     ky, by, *py = y
     same_pair = px == py
     common = set(px) & set(py)
-    shared = bool(common)
-    if shared and not same_pair:  # A - B and A - C move together, A - B and C - A (or B - C) against each other
+    if common and not same_pair:  # A - B and A - C move together, A - B and C - A (or B - C) against each other
         a = common.pop()
         side = " (same side)" if px.index(a) == py.index(a) else " (opposite sides)"
         return _shared_kind(kx, ky, bx == by) + side

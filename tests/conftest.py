@@ -19,30 +19,28 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def _bench_module(name: str):
+    """A script of ``bench/`` imported as a module (bench scripts import each other by name)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
 @pytest.fixture(scope="session")
 def calibration_bench():
     """The calibration suite ``bench/bench_audit_calibration.py`` as a module (its simulators and cells)."""
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        return importlib.import_module("bench_audit_calibration")
-    finally:
-        sys.path.pop(0)
+    return _bench_module("bench_audit_calibration")
 
 
 @pytest.fixture(scope="session")
-def dependence_check(calibration_bench):
+def dependence_check():
     """``bench/dependence_check.py`` as a module (it imports the calibration suite by name)."""
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        return importlib.import_module("dependence_check")
-    finally:
-        sys.path.pop(0)
+    return _bench_module("dependence_check")
 
 
 @pytest.fixture(autouse=True)
