@@ -409,6 +409,11 @@ def test_ctrl_c_keeps_the_checkpoint_and_the_summary_says_the_run_will_resume(tm
     assert "1 interrupted (partial records discarded; the next run resumes 1 from its checkpoint)" in \
         " ".join(err.split()), err
     assert len(list(folder.glob("*.ckpt"))) == 1
+    # no run finished, but the interrupted one advanced: the last line names the steps its checkpoint keeps
+    (note,) = folder.glob("*.json")
+    kept = json.loads(note.read_text())["env_steps"]
+    assert kept > 0
+    assert f"; no run finished; {kept:,} env steps kept in checkpoints for the next run -> " in " ".join(err.split())
 
 
 @pytest.mark.parametrize("args,message", [

@@ -232,6 +232,44 @@ def test_piped_progress_is_never_silent_for_long_while_runs_train(monkeypatch):
     assert line.startswith(f"[0/2] running: PPO CartPole-v1 seed 0 [nested] 128/{specs[0].total_steps:,} steps; ETA ")
 
 
+
+@pytest.mark.parametrize("summary,tail", [
+    ({"done": 1, "env_steps": 2_000, "wall_time": 4.0, "checkpointed_steps": 1_500},
+     "2,000 env steps at 500 steps/s, and 1,500 more kept in checkpoints for the next run -> s.sqlite"),
+    ({"interrupted": 2, "resumable": 2, "wall_time": 4.0, "checkpointed_steps": 390_272},
+     "no run finished; 390,272 env steps kept in checkpoints for the next run -> s.sqlite"),
+    ({"skipped": 2, "wall_time": 0.1}, "nothing trained -> s.sqlite"),
+])
+def test_the_closing_summary_names_the_steps_that_interrupted_runs_kept_in_checkpoints(summary, tail):
+    """A sitting stopped before any run finished still trained: its closing line says how many env steps the
+    interrupted runs' checkpoints keep (past where they resumed), not "nothing trained"."""
+    import io
+
+    from rich.console import Console
+
+    from rlaudit.run.driver import Summary, print_summary
+
+    out = io.StringIO()
+    print_summary(Summary(total=2, **summary), Console(file=out, force_terminal=False, width=400), "s.sqlite")
+    assert out.getvalue().rstrip("\n").endswith("; " + tail), out.getvalue()
+
+
+def test_kept_steps_counts_each_checkpoint_past_where_its_run_resumed(tmp_path):
+    import json
+
+    from rlaudit.run.driver import kept_steps
+
+    class Checkpoints:
+        directory = tmp_path
+
+    for run_id, steps in [("a", 300_000), ("b", 120_000), ("c", 50_000)]:
+        (tmp_path / f"{run_id}.json").write_text(json.dumps({"run_id": run_id, "env_steps": steps}))
+        (tmp_path / f"{run_id}.ckpt").write_bytes(b"")
+    # a resumed at 250,000 (50,000 kept), b started from scratch (all kept), c not among the interrupted, d has none
+    assert kept_steps(["a", "b", "d"], Checkpoints(), {"a": 250_000}) == 170_000
+    assert kept_steps(["a"], Checkpoints(), {"a": 300_000}) == 0  # resumed and stopped before its next checkpoint
+
+
 JAX_SWEEP = (REPO / "tests" / "data" / "jax_sweep.toml").read_text()
 """A protocol on backend jax: DQN, two seeds, MinAtar Breakout."""
 

@@ -370,6 +370,9 @@ class Summary:
     """CPU seconds of the finished runs that measured theirs (:attr:`RunResult.cpu_time`)."""
     cpu_steps: int = 0
     """Env steps of those runs."""
+    checkpointed_steps: int = 0
+    """Env steps the interrupted runs trained into the checkpoints they left, past where this driver resumed them:
+    kept for the next run, though no run finished with them."""
 
 
 def resume_points(specs: Mapping[str, RunSpec], checkpoints,
@@ -664,6 +667,7 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             if checkpoints is not None:
                 specs = {s.run_id: s for s in todo}
                 summary.resumable = sum(checkpoints.path(specs[r]).exists() for r in unfinished if r in specs)
+                summary.checkpointed_steps = kept_steps(unfinished, checkpoints, driver.resume_from)
             summary.wall_time = time.perf_counter() - t0
             print_summary(summary, console, store_path)
             raise
@@ -680,6 +684,15 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
         raise RunFailed(f"{len(summary.failed)} of {summary.total} runs failed (tracebacks in {store_path}; "
                         f"'rlaudit status {store_path}' lists them); the next 'rlaudit run' retries them")
     return summary
+
+
+def kept_steps(run_ids: Sequence[str], checkpoints, resumed_from: Mapping[str, int]) -> int:
+    """Env steps the checkpoints of ``run_ids`` hold past ``resumed_from`` (run id -> the steps a run resumed at;
+    absent: it started from scratch): what an interrupted sweep trained and keeps for the next run."""
+    from rlaudit.run.checkpoint import saved_checkpoints
+
+    saved = saved_checkpoints(checkpoints.directory)
+    return sum(max(0, saved[r][0] - resumed_from.get(r, 0)) for r in run_ids if r in saved)
 
 
 def _terminate(signum, frame) -> None:
@@ -703,6 +716,10 @@ def print_summary(summary: Summary, console: Console, store_path) -> None:
         if summary.cpu_time > 0:
             trained += (f" ({summary.cpu_time / 3600:.3g} CPU-hours, {summary.cpu_steps / summary.cpu_time:,.0f} steps "
                         f"per CPU-second)")
+        if summary.checkpointed_steps:
+            trained += f", and {summary.checkpointed_steps:,} more kept in checkpoints for the next run"
+    elif summary.checkpointed_steps:  # interrupted before any run finished, but its runs advanced
+        trained = f"no run finished; {summary.checkpointed_steps:,} env steps kept in checkpoints for the next run"
     else:  # a resume with nothing left: no "0 env steps at 0 steps/s"
         trained = "nothing trained"
     console.print(f"{', '.join(parts)} of {summary.total} runs in {format_duration(summary.wall_time)}; "
