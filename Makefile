@@ -108,8 +108,8 @@ record: install
 # and replays as a distribution, not bit for bit (docs/protocol.md, Checkpoints). Stop it with Ctrl-C (SIGINT)
 # before committing. Commit the store as runs finish, but the checkpoints once a sitting, at its end: each is ~10 MB
 # that git cannot delta, and what one sitting submits is capped in size (the sitting of 2026-12-07 10:29 committed
-# them at every stop, about ten times, and was refused whole, losing the 8 runs it had finished). (The first flagship, 250k steps on other settings, is the complete record
-# sweeps/dqn-family-minatar-250k/.)
+# them at every stop, about ten times, and was refused whole, losing the 8 runs it had finished). (The first
+# flagship, 250k steps on other settings, is the complete record sweeps/dqn-family-minatar-250k/.)
 FLAGSHIP = sweeps/dqn-family-minatar/store.sqlite
 FLAGSHIP_REPORT = $(BIN)/python scripts/make_reports.py --data ../shared/data --only dqn-family-minatar
 # its finished runs (the store's bytes change on every `rlaudit run`, even one with nothing to train)

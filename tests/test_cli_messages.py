@@ -232,7 +232,6 @@ def test_piped_progress_is_never_silent_for_long_while_runs_train(monkeypatch):
     assert line.startswith(f"[0/2] running: PPO CartPole-v1 seed 0 [nested] 128/{specs[0].total_steps:,} steps; ETA ")
 
 
-
 @pytest.mark.parametrize("summary,tail", [
     ({"done": 1, "env_steps": 2_000, "wall_time": 4.0, "checkpointed_steps": 1_500},
      "2,000 env steps at 500 steps/s, and 1,500 more kept in checkpoints for the next run -> s.sqlite"),
@@ -257,17 +256,22 @@ def test_the_closing_summary_names_the_steps_that_interrupted_runs_kept_in_check
 def test_kept_steps_counts_each_checkpoint_past_where_its_run_resumed(tmp_path):
     import json
 
+    from rlaudit.run.checkpoint import this_machine
     from rlaudit.run.driver import kept_steps
 
     class Checkpoints:
         directory = tmp_path
+        portable = False  # without --resume-on-any-machine, a checkpoint from another machine is not resumed
 
-    for run_id, steps in [("a", 300_000), ("b", 120_000), ("c", 50_000)]:
-        (tmp_path / f"{run_id}.json").write_text(json.dumps({"run_id": run_id, "env_steps": steps}))
+    here = this_machine()
+    for run_id, steps, machine in [("a", 300_000, here), ("b", 120_000, here), ("c", 50_000, here),
+                                   ("e", 80_000, "another machine")]:
+        (tmp_path / f"{run_id}.json").write_text(json.dumps({"run_id": run_id, "env_steps": steps, "machine": machine}))
         (tmp_path / f"{run_id}.ckpt").write_bytes(b"")
-    # a resumed at 250,000 (50,000 kept), b started from scratch (all kept), c not among the interrupted, d has none
-    assert kept_steps(["a", "b", "d"], Checkpoints(), {"a": 250_000}) == 170_000
-    assert kept_steps(["a"], Checkpoints(), {"a": 300_000}) == 0  # resumed and stopped before its next checkpoint
+    # a resumed at 250,000 (50,000 kept), b started from scratch (all kept), c not among the interrupted, d has none,
+    # e's checkpoint is another machine's, which the next run does not resume
+    assert kept_steps(dict.fromkeys(["a", "b", "d", "e"]), Checkpoints(), {"a": 250_000}) == 170_000
+    assert kept_steps({"a": None}, Checkpoints(), {"a": 300_000}) == 0  # resumed and stopped before its next checkpoint
 
 
 JAX_SWEEP = (REPO / "tests" / "data" / "jax_sweep.toml").read_text()

@@ -667,7 +667,8 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
             if checkpoints is not None:
                 specs = {s.run_id: s for s in todo}
                 summary.resumable = sum(checkpoints.path(specs[r]).exists() for r in unfinished if r in specs)
-                summary.checkpointed_steps = kept_steps(unfinished, checkpoints, driver.resume_from)
+                summary.checkpointed_steps = kept_steps({r: specs[r] for r in unfinished if r in specs},
+                                                        checkpoints, driver.resume_from)
             summary.wall_time = time.perf_counter() - t0
             print_summary(summary, console, store_path)
             raise
@@ -686,13 +687,11 @@ def run_plan(plan, store_path: str | os.PathLike, executor, only: dict | None = 
     return summary
 
 
-def kept_steps(run_ids: Sequence[str], checkpoints, resumed_from: Mapping[str, int]) -> int:
-    """Env steps the checkpoints of ``run_ids`` hold past ``resumed_from`` (run id -> the steps a run resumed at;
-    absent: it started from scratch): what an interrupted sweep trained and keeps for the next run."""
-    from rlaudit.run.checkpoint import saved_checkpoints
-
-    saved = saved_checkpoints(checkpoints.directory)
-    return sum(max(0, saved[r][0] - resumed_from.get(r, 0)) for r in run_ids if r in saved)
+def kept_steps(specs: Mapping[str, RunSpec], checkpoints, resumed_from: Mapping[str, int]) -> int:
+    """Env steps that the checkpoints the next run resumes (:func:`resume_points`) of ``specs`` (run id -> spec) hold
+    past ``resumed_from`` (run id -> the steps a run resumed at; absent: it started from scratch): what an interrupted
+    sweep trained and keeps for the next run."""
+    return sum(max(0, steps - resumed_from.get(r, 0)) for r, steps in resume_points(specs, checkpoints).items())
 
 
 def _terminate(signum, frame) -> None:
